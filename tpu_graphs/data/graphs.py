@@ -1,0 +1,253 @@
+"""Typed, validated TpuGraphs graphs: the one in-memory form every later stage reads.
+
+A TpuGraphs file holds one graph and all measured compiler configurations for it. Two
+collections share the node and edge arrays and differ in how configurations are described:
+
+* tile: one fused kernel; each config is a graph-level tile size, `config_feat` (c, 24), and the
+  runtime to rank is `config_runtime / config_runtime_normalizers`.
+* layout: one whole program; each config sets a layout on every configurable node,
+  `node_config_feat` (c, nc, 18) for the nodes `node_config_ids` (nc,).
+
+Edges follow the dataset's convention: `edge_index[i] = [consumer, producer]`.
+
+Validation happens here, once, with errors that name the file, so nothing downstream (TensorFlow
+in particular) ever sees malformed arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Union
+
+import numpy as np
+
+NODE_FEATURE_WIDTH = 140
+TILE_CONFIG_FEATURE_WIDTH = 24
+LAYOUT_CONFIG_FEATURE_WIDTH = 18
+SPLITS = ("train", "valid", "test")
+
+
+class GraphFileError(ValueError):
+  """A TpuGraphs file is unreadable or violates the format; the message names file and problem."""
+
+  def __init__(self, path, problem: str):
+    self.path = str(path)
+    self.problem = problem
+    super().__init__(f"{self.path}: {problem}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TileGraph:
+  """One fused kernel and its tile-size configurations.
+
+  Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64;
+  config_feat (c, 24) float32; config_runtime (c,) int64; config_runtime_normalizers (c,) int64.
+  """
+
+  graph_id: str
+  collection: str
+  split: Optional[str]
+  node_feat: np.ndarray
+  node_opcode: np.ndarray
+  edge_index: np.ndarray
+  config_feat: np.ndarray
+  config_runtime: np.ndarray
+  config_runtime_normalizers: np.ndarray
+
+  @property
+  def num_configs(self) -> int:
+    return int(self.config_runtime.shape[0])
+
+  def runtimes(self) -> np.ndarray:
+    """Normalized runtimes (c,) float64: the quantity tile models rank."""
+    return self.config_runtime / self.config_runtime_normalizers
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutGraph:
+  """One whole program and its per-node layout configurations.
+
+  Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64;
+  node_config_ids (nc,) int64; node_config_feat (c, nc, 18) float32 (-1 pads unset dims);
+  config_runtime (c,) int64; node_splits (1, k) int64, computation boundaries as node offsets.
+  """
+
+  graph_id: str
+  collection: str
+  split: Optional[str]
+  node_feat: np.ndarray
+  node_opcode: np.ndarray
+  edge_index: np.ndarray
+  node_config_ids: np.ndarray
+  node_config_feat: np.ndarray
+  config_runtime: np.ndarray
+  node_splits: np.ndarray
+
+  @property
+  def num_configs(self) -> int:
+    return int(self.config_runtime.shape[0])
+
+  def runtimes(self) -> np.ndarray:
+    """Runtimes (c,) float64: the quantity layout models rank."""
+    return self.config_runtime.astype(np.float64)
+
+
+Graph = Union[TileGraph, LayoutGraph]
+
+# The arrays of each collection, with the dtype each is held in and its rank.
+TILE_ARRAYS = {
+    "node_feat": (np.float32, 2),
+    "node_opcode": (np.uint8, 1),
+    "edge_index": (np.int64, 2),
+    "config_feat": (np.float32, 2),
+    "config_runtime": (np.int64, 1),
+    "config_runtime_normalizers": (np.int64, 1),
+}
+LAYOUT_ARRAYS = {
+    "node_feat": (np.float32, 2),
+    "node_opcode": (np.uint8, 1),
+    "edge_index": (np.int64, 2),
+    "node_config_ids": (np.int64, 1),
+    "node_config_feat": (np.float32, 3),
+    "config_runtime": (np.int64, 1),
+    "node_splits": (np.int64, 2),
+}
+
+
+def graph_arrays(graph: Graph) -> dict[str, np.ndarray]:
+  """The graph's arrays keyed by their npz names."""
+  names = TILE_ARRAYS if isinstance(graph, TileGraph) else LAYOUT_ARRAYS
+  return {name: getattr(graph, name) for name in names}
+
+
+def collection_kind(collection: str) -> str:
+  """'tile' or 'layout' from a collection name such as 'layout:nlp:random'."""
+  kind = collection.split(":")[0]
+  if kind not in ("tile", "layout"):
+    raise ValueError(f"unknown collection {collection!r}: expected tile:... or layout:...")
+  return kind
+
+
+def _cast(path, name: str, array: np.ndarray, dtype, rank: int) -> np.ndarray:
+  """Checks rank and kind, then converts to the canonical dtype without losing values.
+
+  An array streamed from disk (anything with `iter_chunks`, see npz.StreamedArray) is checked by
+  its header only; its values are checked chunk by chunk as they are read.
+  """
+  if hasattr(array, "iter_chunks"):
+    if array.ndim != rank or np.dtype(array.dtype) != np.dtype(dtype):
+      raise GraphFileError(
+          path, f"'{name}' is {array.dtype} of rank {array.ndim}, expected {np.dtype(dtype).name} of rank {rank}")
+    return array
+  array = np.asarray(array)
+  if array.ndim != rank:
+    raise GraphFileError(path, f"'{name}' has rank {array.ndim} (shape {array.shape}), expected {rank}")
+  if np.issubdtype(dtype, np.integer):
+    if not np.issubdtype(array.dtype, np.integer):
+      raise GraphFileError(path, f"'{name}' has dtype {array.dtype}, expected an integer type")
+    info = np.iinfo(dtype)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+      raise GraphFileError(
+          path, f"'{name}' holds values in [{array.min()}, {array.max()}], outside {np.dtype(dtype).name}")
+  else:
+    if not np.issubdtype(array.dtype, np.floating):
+      raise GraphFileError(path, f"'{name}' has dtype {array.dtype}, expected a float type")
+    if not np.all(np.isfinite(array)):
+      raise GraphFileError(path, f"'{name}' holds NaN or infinite values")
+  return np.ascontiguousarray(array, dtype=dtype)
+
+
+def _check_width(path, name: str, array: np.ndarray, width: int) -> None:
+  if array.shape[-1] != width:
+    raise GraphFileError(path, f"'{name}' has width {array.shape[-1]} (shape {array.shape}), expected {width}")
+
+
+def _check_common(path, arrays: dict[str, np.ndarray]) -> int:
+  """Checks node and edge arrays shared by both collections; returns the node count."""
+  node_feat, node_opcode, edge_index = arrays["node_feat"], arrays["node_opcode"], arrays["edge_index"]
+  _check_width(path, "node_feat", node_feat, NODE_FEATURE_WIDTH)
+  num_nodes = node_feat.shape[0]
+  if num_nodes == 0:
+    raise GraphFileError(path, "the graph has no nodes")
+  if node_opcode.shape[0] != num_nodes:
+    raise GraphFileError(path, f"'node_opcode' has {node_opcode.shape[0]} entries for {num_nodes} nodes")
+  _check_width(path, "edge_index", edge_index, 2)
+  if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
+    bad = int(np.argmax((edge_index < 0).any(1) | (edge_index >= num_nodes).any(1)))
+    raise GraphFileError(
+        path, f"'edge_index' row {bad} = {edge_index[bad].tolist()} is out of range for {num_nodes} nodes")
+  return num_nodes
+
+
+def _check_runtimes(path, name: str, runtimes: np.ndarray, split: Optional[str]) -> None:
+  if split != "test" and runtimes.size and runtimes.min() < 0:
+    raise GraphFileError(
+        path, f"'{name}' has a negative value {runtimes.min()} at config {int(np.argmin(runtimes))} "
+        f"in labelled split {split or '(unknown)'}")
+
+
+def _checked_arrays(path, arrays, specification) -> dict[str, np.ndarray]:
+  missing = [name for name in specification if name not in arrays]
+  if missing:
+    raise GraphFileError(path, f"missing key(s) {', '.join(repr(m) for m in missing)}")
+  return {name: _cast(path, name, arrays[name], dtype, rank)
+          for name, (dtype, rank) in specification.items()}
+
+
+def validate_tile(path, graph_id: str, collection: str, split: Optional[str],
+                  arrays) -> TileGraph:
+  """Builds a TileGraph from raw arrays, raising GraphFileError on any format violation."""
+  arrays = _checked_arrays(path, arrays, TILE_ARRAYS)
+  _check_common(path, arrays)
+  _check_width(path, "config_feat", arrays["config_feat"], TILE_CONFIG_FEATURE_WIDTH)
+  num_configs = arrays["config_feat"].shape[0]
+  if num_configs == 0:
+    raise GraphFileError(path, "the file has zero configs")
+  for name in ("config_runtime", "config_runtime_normalizers"):
+    if arrays[name].shape[0] != num_configs:
+      raise GraphFileError(
+          path, f"config counts disagree: 'config_feat' has {num_configs}, '{name}' has {arrays[name].shape[0]}")
+    _check_runtimes(path, name, arrays[name], split)
+  if split != "test" and (arrays["config_runtime_normalizers"] == 0).any():
+    raise GraphFileError(path, "'config_runtime_normalizers' holds zeros in a labelled split")
+  return TileGraph(graph_id=graph_id, collection=collection, split=split, **arrays)
+
+
+def validate_layout(path, graph_id: str, collection: str, split: Optional[str],
+                    arrays) -> LayoutGraph:
+  """Builds a LayoutGraph from raw arrays, raising GraphFileError on any format violation."""
+  arrays = _checked_arrays(path, arrays, LAYOUT_ARRAYS)
+  num_nodes = _check_common(path, arrays)
+  ids, config_feat = arrays["node_config_ids"], arrays["node_config_feat"]
+  _check_width(path, "node_config_feat", config_feat, LAYOUT_CONFIG_FEATURE_WIDTH)
+  num_configs = config_feat.shape[0]
+  if num_configs == 0:
+    raise GraphFileError(path, "the file has zero configs")
+  if arrays["config_runtime"].shape[0] != num_configs:
+    raise GraphFileError(
+        path, f"config counts disagree: 'node_config_feat' has {num_configs}, "
+        f"'config_runtime' has {arrays['config_runtime'].shape[0]}")
+  if config_feat.shape[1] != ids.shape[0]:
+    raise GraphFileError(
+        path, f"'node_config_feat' describes {config_feat.shape[1]} configurable nodes, "
+        f"'node_config_ids' lists {ids.shape[0]}")
+  if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+    bad = int(np.argmax((ids < 0) | (ids >= num_nodes)))
+    raise GraphFileError(
+        path, f"'node_config_ids' entry {bad} = {ids[bad]} is out of range for {num_nodes} nodes")
+  if np.unique(ids).size != ids.size:
+    raise GraphFileError(path, "'node_config_ids' lists a node more than once")
+  splits = arrays["node_splits"]
+  if splits.shape[0] != 1:
+    raise GraphFileError(path, f"'node_splits' has shape {splits.shape}, expected (1, k)")
+  if splits.size and (splits.min() < 0 or splits.max() > num_nodes or (np.diff(splits[0]) < 0).any()):
+    raise GraphFileError(path, f"'node_splits' is not an ascending list of offsets within {num_nodes} nodes")
+  _check_runtimes(path, "config_runtime", arrays["config_runtime"], split)
+  return LayoutGraph(graph_id=graph_id, collection=collection, split=split, **arrays)
+
+
+def validate_graph(path, graph_id: str, collection: str, split: Optional[str], arrays) -> Graph:
+  """Dispatches on the collection: the single entry point for arrays from any source."""
+  if collection_kind(collection) == "tile":
+    return validate_tile(path, graph_id, collection, split, arrays)
+  return validate_layout(path, graph_id, collection, split, arrays)

@@ -1,0 +1,199 @@
+"""TpuGraphs npz files on disk: reading (whole or streamed) and deterministic, atomic writing.
+
+A layout file can hold 100k configs x 1k configurable nodes x 18 floats, gigabytes once
+decompressed, so the config-feature array can be streamed in row chunks straight out of the zip
+member instead of being loaded. Writing is byte-deterministic (fixed zip timestamps, fixed member
+order) so that regenerated datasets compare equal, and atomic (temp file, then rename) so an
+interrupted write never leaves a half file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pathlib
+import tempfile
+import zipfile
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+import numpy as np
+
+from tpu_graphs.data import graphs
+
+# Arrays that scale with the number of configs and may be streamed instead of loaded.
+CONFIG_FEATURE_ARRAYS = ("config_feat", "node_config_feat")
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+class StreamedArray:
+  """An array inside an npz file, read in leading-axis chunks on demand.
+
+  Holds only the header (shape, dtype); `iter_chunks` reopens the member and decompresses it
+  sequentially, so memory stays at one chunk whatever the array's size.
+  """
+
+  def __init__(self, path: pathlib.Path, member: str, shape: tuple, dtype: np.dtype, fortran: bool):
+    self.path, self.member = path, member
+    self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+    if fortran and len(self.shape) > 1:
+      raise graphs.GraphFileError(path, f"'{member[:-4]}' is stored in Fortran order; cannot stream it")
+
+  @property
+  def ndim(self) -> int:
+    return len(self.shape)
+
+  def iter_chunks(self, rows: int) -> Iterator[np.ndarray]:
+    """Yields consecutive (<=rows, *shape[1:]) arrays covering the leading axis in order."""
+    row_items = int(np.prod(self.shape[1:], dtype=np.int64))
+    with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as stream:
+      _read_header(stream)
+      for start in range(0, self.shape[0], rows):
+        count = min(rows, self.shape[0] - start)
+        nbytes = count * row_items * self.dtype.itemsize
+        data = stream.read(nbytes)
+        if len(data) != nbytes:
+          raise graphs.GraphFileError(self.path, f"'{self.member[:-4]}' is truncated at row {start}")
+        chunk = np.frombuffer(data, dtype=self.dtype).reshape((count,) + self.shape[1:])
+        if chunk.dtype.kind == "f" and not np.all(np.isfinite(chunk)):
+          raise graphs.GraphFileError(self.path, f"'{self.member[:-4]}' holds NaN or infinite values")
+        yield chunk
+
+  def __array__(self, dtype=None):
+    whole = np.concatenate(list(self.iter_chunks(max(1, self.shape[0]))), axis=0) if self.shape[0] \
+        else np.zeros(self.shape, self.dtype)
+    return whole.astype(dtype) if dtype is not None else whole
+
+
+def _read_header(stream):
+  version = np.lib.format.read_magic(stream)
+  if version == (1, 0):
+    return np.lib.format.read_array_header_1_0(stream)
+  return np.lib.format.read_array_header_2_0(stream)
+
+
+def infer_collection_and_split(path: Union[str, os.PathLike]) -> tuple[Optional[str], Optional[str]]:
+  """('layout:nlp:random', 'test') from .../layout/nlp/random/test/x.npz; None where unknown."""
+  parts = pathlib.Path(path).parts
+  split = parts[-2] if len(parts) >= 2 and parts[-2] in graphs.SPLITS else None
+  for i in range(len(parts) - 1, -1, -1):
+    if parts[i] == "tile" and i + 1 < len(parts) - 1:
+      return f"tile:{parts[i + 1]}", split
+    if parts[i] == "layout" and i + 2 < len(parts) - 1:
+      return f"layout:{parts[i + 1]}:{parts[i + 2]}", split
+  return None, split
+
+
+def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
+               split: Optional[str] = None, stream_configs: bool = False) -> graphs.Graph:
+  """Reads and validates one TpuGraphs npz file.
+
+  Args:
+    path: the file.
+    collection: e.g. 'tile:xla' or 'layout:xla:default'; inferred from the path, then from the
+      keys ('tile' or 'layout'), when not given.
+    split: 'train', 'valid' or 'test'; inferred from the parent folder when not given. Runtimes
+      must be non-negative in every split but 'test'.
+    stream_configs: leave the config-feature array on disk as a StreamedArray.
+
+  Raises:
+    GraphFileError: naming the file and the problem, for any unreadable or invalid file.
+  """
+  path = pathlib.Path(path)
+  inferred_collection, inferred_split = infer_collection_and_split(path)
+  split = split or inferred_split
+  try:
+    with zipfile.ZipFile(path) as archive:
+      names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
+      arrays = {}
+      for name in names:
+        if stream_configs and name in CONFIG_FEATURE_ARRAYS:
+          with archive.open(name + ".npy") as stream:
+            shape, fortran, dtype = _read_header(stream)
+          arrays[name] = StreamedArray(path, name + ".npy", shape, dtype, fortran)
+        else:
+          with archive.open(name + ".npy") as stream:
+            arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
+  except FileNotFoundError:
+    raise graphs.GraphFileError(path, "no such file") from None
+  except graphs.GraphFileError:
+    raise
+  except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+    raise graphs.GraphFileError(path, f"not a readable npz archive ({type(error).__name__}: {error})") from None
+  collection = collection or inferred_collection
+  if collection is None:
+    if "config_feat" in arrays:
+      collection = "tile"
+    elif "node_config_feat" in arrays:
+      collection = "layout"
+    else:
+      raise graphs.GraphFileError(
+          path, "missing key 'config_feat' (tile) or 'node_config_feat' (layout); cannot tell the collection")
+  return graphs.validate_graph(path, path.stem, collection, split, arrays)
+
+
+ChunkSource = Callable[[], Iterable[np.ndarray]]
+
+
+def write_npz(path: Union[str, os.PathLike], arrays: dict[str, Union[np.ndarray, tuple]],
+              compress: bool = True) -> None:
+  """Writes arrays as an npz file, byte-deterministically and atomically.
+
+  Each value is an ndarray, or a (shape, dtype, chunk_source) triple for arrays too large to hold:
+  chunk_source() yields consecutive leading-axis chunks that are written as they come.
+  """
+  path = pathlib.Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with atomic_path(path) as temporary:
+    compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(temporary, "w", compression=compression, allowZip64=True) as archive:
+      for name, value in arrays.items():
+        info = zipfile.ZipInfo(name + ".npy", date_time=_ZIP_EPOCH)
+        info.compress_type = compression
+        info.external_attr = 0o644 << 16
+        with archive.open(info, "w", force_zip64=True) as stream:
+          if isinstance(value, np.ndarray):
+            np.lib.format.write_array(stream, np.ascontiguousarray(value), allow_pickle=False)
+          else:
+            _write_chunked(stream, *value)
+
+
+def _write_chunked(stream, shape, dtype, chunk_source: ChunkSource) -> None:
+  dtype = np.dtype(dtype)
+  header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+  encoded = io.BytesIO()
+  try:
+    np.lib.format.write_array_header_1_0(encoded, header)
+  except ValueError:  # the header only fits the 2.0 format
+    encoded = io.BytesIO()
+    np.lib.format.write_array_header_2_0(encoded, header)
+  stream.write(encoded.getvalue())
+  rows = 0
+  for chunk in chunk_source():
+    chunk = np.ascontiguousarray(chunk, dtype=dtype)
+    if chunk.shape[1:] != tuple(shape[1:]):
+      raise ValueError(f"chunk of shape {chunk.shape} does not fit array of shape {tuple(shape)}")
+    stream.write(chunk.tobytes())
+    rows += chunk.shape[0]
+  if rows != shape[0]:
+    raise ValueError(f"chunks held {rows} rows, the header promised {shape[0]}")
+
+
+def write_graph(path: Union[str, os.PathLike], graph: graphs.Graph) -> None:
+  """Writes a validated graph in the dataset's npz format."""
+  write_npz(path, graphs.graph_arrays(graph))
+
+
+@contextlib.contextmanager
+def atomic_path(path: Union[str, os.PathLike]):
+  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds."""
+  path = pathlib.Path(path)
+  handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+  os.close(handle)
+  try:
+    yield pathlib.Path(temporary)
+    os.replace(temporary, path)
+  except BaseException:
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(temporary)
+    raise
