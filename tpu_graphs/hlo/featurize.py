@@ -1,0 +1,274 @@
+"""XLA HLO modules and their tuning data -> TpuGraphs graphs (the release's npz format).
+
+A pure-Python replacement for the release's C++ feature extractor. Node order is the proto's
+order (computations in module order, instructions in computation order); node i is
+`ModuleFeatures.instructions[i]`. Edges follow the dataset convention `[consumer, producer]`:
+one per distinct operand of an instruction, plus one from an instruction to the root of each
+computation it calls (fusions, reducers, loop bodies), sorted.
+
+    module_features(hlo_module)          -> ModuleFeatures (nodes, edges, splits, id <-> node)
+    layout_graph(module_tuning_data)     -> LayoutGraph   (successful runs only)
+    tile_graphs(tuning_data)             -> [TileGraph]   (one per kernel, successful runs only)
+    read_hlo_file(path)                  -> the proto in a .pb file, whichever of the three kinds
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from typing import Optional, Union
+
+import numpy as np
+from google.protobuf import message as protobuf_message
+from tensorflow.compiler.xla.service import hlo_pb2
+
+from tpu_graphs.data import graphs
+from tpu_graphs.hlo import features
+from tpu_graphs.hlo import opcodes
+from tpu_graphs.hlo import tuning_pb2
+
+# Computations whose names contain these words end a `node_splits` segment (the release marks
+# the boundaries of the program's major computations, not of fusion bodies or reducers).
+_SPLIT_COMPUTATION_WORDS = ("cluster", "while", "cond")
+
+
+class HloInputError(ValueError):
+  """An HLO input cannot be featurized; the message names the source (file or module) and why."""
+
+  def __init__(self, source, problem: str):
+    self.source = str(source)
+    self.problem = problem
+    super().__init__(f"{self.source}: {problem}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleFeatures:
+  """The graph of one HloModuleProto, before any configuration is attached.
+
+  Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64 rows
+  [consumer, producer]; node_splits (1, k) int64 node offsets of computation boundaries;
+  instructions: the n HloInstructionProto in node order (their `shape` holds dimensions and
+  layout, `name` and `id` identify them); computation_of_node (n,) int64 index into
+  module.computations; node_by_instruction_id: HLO instruction id -> node index.
+  """
+
+  name: str
+  node_feat: np.ndarray
+  node_opcode: np.ndarray
+  edge_index: np.ndarray
+  node_splits: np.ndarray
+  instructions: tuple
+  computation_of_node: np.ndarray
+  node_by_instruction_id: dict = dataclasses.field(repr=False, compare=False)
+
+  @property
+  def num_nodes(self) -> int:
+    return int(self.node_opcode.shape[0])
+
+
+def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None) -> ModuleFeatures:
+  """Featurizes every instruction of every computation of `module`.
+
+  Args:
+    module: the HLO module.
+    source: what to name in errors (a file); defaults to the module's name.
+
+  Raises:
+    HloInputError: an empty module, an unknown opcode, or a dangling operand / computation id.
+  """
+  source = source or f"HLO module {module.name!r}"
+  instructions, computation_of_node, is_root, names = [], [], [], []
+  splits, count = [0], 0
+  root_of_computation = {}
+  for c, computation in enumerate(module.computations):
+    root_of_computation[computation.id] = computation.root_id
+    for instruction in computation.instructions:
+      instructions.append(instruction)
+      computation_of_node.append(c)
+      is_root.append(instruction.id == computation.root_id)
+    count += len(computation.instructions)
+    if any(word in computation.name for word in _SPLIT_COMPUTATION_WORDS):
+      splits.append(count)
+  if not instructions:
+    raise HloInputError(source, "the module has no instructions")
+  if splits[-1] < count:
+    splits.append(count)
+
+  node_by_id = {}
+  for i, instruction in enumerate(instructions):
+    if instruction.id in node_by_id:
+      raise HloInputError(source, f"instruction id {instruction.id} ({instruction.name!r}) appears twice")
+    node_by_id[instruction.id] = i
+  node_opcode = np.empty(len(instructions), np.uint8)
+  node_feat = np.empty((len(instructions), len(features.NODE_FEATURE_NAMES)), np.float32)
+  edges = []
+  for i, instruction in enumerate(instructions):
+    opcode = opcodes.OPCODE_IDS.get(instruction.opcode)
+    if opcode is None:
+      raise HloInputError(source, f"instruction {instruction.name!r} has opcode {instruction.opcode!r}, which "
+                          "the TpuGraphs opcode numbering does not know")
+    node_opcode[i] = opcode
+    node_feat[i] = features.node_features(instruction, is_root[i])
+    for operand_id in sorted(set(instruction.operand_ids)):
+      if operand_id not in node_by_id:
+        raise HloInputError(source, f"instruction {instruction.name!r} has operand id {operand_id}, "
+                            "which no instruction has")
+      edges.append((i, node_by_id[operand_id]))
+    for computation_id in instruction.called_computation_ids:
+      root_id = root_of_computation.get(computation_id)
+      if root_id not in node_by_id:
+        raise HloInputError(source, f"instruction {instruction.name!r} calls computation id {computation_id}, "
+                            "which the module lacks or which has no root")
+      edges.append((i, node_by_id[root_id]))
+  edge_index = np.unique(np.asarray(edges, np.int64).reshape(-1, 2), axis=0)
+  return ModuleFeatures(
+      name=module.name, node_feat=node_feat, node_opcode=node_opcode, edge_index=edge_index,
+      node_splits=np.asarray([splits], np.int64), instructions=tuple(instructions),
+      computation_of_node=np.asarray(computation_of_node, np.int64), node_by_instruction_id=node_by_id)
+
+
+def _successful_runtime(run) -> Optional[int]:
+  """The run's runtime in ns, or None when it failed or measured nothing."""
+  if run.error or not run.HasField("profile") or run.profile.compute_time_ns <= 0:
+    return None
+  return int(run.profile.compute_time_ns)
+
+
+def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = None,
+                 collection: str = "layout:xla:default", split: Optional[str] = None,
+                 source: Optional[str] = None) -> graphs.LayoutGraph:
+  """The layout graph of one program: its nodes and one config per successful run.
+
+  `config_index_to_node` lists node indices (positions in node order, as in the release's
+  `node_config_ids`). Runs that failed, have no profile, or are not layout configs are dropped.
+
+  Raises:
+    HloInputError: no successful run, no configurable node, or a config that does not fit.
+  """
+  source = source or f"layout tuning data of module {tuning.module.name!r}"
+  module = module_features(tuning.module, source)
+  node_config_ids = np.asarray(tuning.config_index_to_node, np.int64)
+  if node_config_ids.size == 0:
+    raise HloInputError(source, "config_index_to_node is empty: no configurable node")
+  if node_config_ids.max() >= module.num_nodes:
+    raise HloInputError(source, f"config_index_to_node holds {node_config_ids.max()}, beyond the "
+                        f"{module.num_nodes} nodes")
+  config_feats, runtimes = [], []
+  for r, run in enumerate(tuning.runs):
+    runtime = _successful_runtime(run)
+    if runtime is None or not run.module_config.HasField("layout_config"):
+      continue
+    try:
+      config = features.layout_config_features(run.module_config.layout_config)
+    except features.LayoutConfigError as error:
+      raise HloInputError(source, f"run {r}: {error}") from None
+    if config.shape[0] != node_config_ids.size:
+      raise HloInputError(source, f"run {r} configures {config.shape[0]} nodes, config_index_to_node "
+                          f"lists {node_config_ids.size}")
+    config_feats.append(config)
+    runtimes.append(runtime)
+  if not runtimes:
+    raise HloInputError(source, f"none of the {len(tuning.runs)} runs succeeded with a layout config")
+  arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
+                node_config_ids=node_config_ids, node_config_feat=np.stack(config_feats),
+                config_runtime=np.asarray(runtimes, np.int64), node_splits=module.node_splits)
+  return graphs.validate_graph(source, graph_id or tuning.module.name, collection, split, arrays)
+
+
+def tile_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = None,
+               collection: str = "tile:xla", split: Optional[str] = None,
+               source: Optional[str] = None) -> graphs.TileGraph:
+  """The tile graph of one kernel: its nodes and one config per successful tile-size run.
+
+  Runtimes are normalized by the default config's runtime (`config_runtime_normalizers`, the
+  same value for every config). Failed runs and runs measuring <= 1 ns are dropped.
+
+  Raises:
+    HloInputError: a run without a tile-size config, no successful run, or no successful default.
+  """
+  source = source or f"tile tuning data of module {tuning.module.name!r}"
+  module = module_features(tuning.module, source)
+  config_feats, runtimes, default_runtime = [], [], None
+  for r, run in enumerate(tuning.runs):
+    if not run.op_config.HasField("tile_size_config"):
+      raise HloInputError(source, f"run {r} has no tile_size_config")
+    runtime = _successful_runtime(run)
+    if runtime is None or runtime <= 1:
+      continue
+    if run.is_default and default_runtime is None:
+      default_runtime = runtime
+    config_feats.append(features.tile_config_features(run.op_config.tile_size_config))
+    runtimes.append(runtime)
+  if not runtimes:
+    raise HloInputError(source, f"none of the {len(tuning.runs)} runs succeeded")
+  if default_runtime is None:
+    raise HloInputError(source, "no successful default run to normalize runtimes by")
+  arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
+                config_feat=np.stack(config_feats), config_runtime=np.asarray(runtimes, np.int64),
+                config_runtime_normalizers=np.full(len(runtimes), default_runtime, np.int64))
+  return graphs.validate_graph(source, graph_id or tuning.module.name, collection, split, arrays)
+
+
+def tile_graphs(tuning: tuning_pb2.TuningData, collection: str = "tile:xla", split: Optional[str] = None,
+                source: Optional[str] = None) -> list[graphs.TileGraph]:
+  """One TileGraph per kernel that was tuned (more than one run), named after its module."""
+  source = source or "tile tuning data"
+  kernels = [m for m in tuning.modules if len(m.runs) > 1 and m.HasField("module")]
+  if not kernels:
+    raise HloInputError(source, f"none of the {len(tuning.modules)} modules has more than one run")
+  return [tile_graph(m, m.module.name, collection, split, f"{source} (module {m.module.name!r})")
+          for m in kernels]
+
+
+HloProto = Union[hlo_pb2.HloModuleProto, tuning_pb2.ModuleTuningData, tuning_pb2.TuningData]
+
+
+def _looks_like_module(module) -> bool:
+  return bool(module.computations) and all(c.instructions for c in module.computations) and all(
+      i.opcode for c in module.computations for i in c.instructions)
+
+
+def _kind_of(parsed) -> bool:
+  """Whether a successful parse is plausibly the message it was parsed as.
+
+  Protobuf parsing accepts bytes of another message type whenever the wire types happen to
+  agree, so the content decides: each kind must carry what its producer always writes.
+  """
+  if isinstance(parsed, tuning_pb2.TuningData):
+    return bool(parsed.modules) and all(
+        _looks_like_module(m.module) and m.runs and all(r.WhichOneof("config") == "op_config" for r in m.runs)
+        for m in parsed.modules)
+  if isinstance(parsed, tuning_pb2.ModuleTuningData):
+    return (_looks_like_module(parsed.module) and bool(parsed.config_index_to_node) and bool(parsed.runs)
+            and all(r.WhichOneof("config") == "module_config" for r in parsed.runs))
+  return _looks_like_module(parsed)
+
+
+def parse_hlo_proto(data: bytes, source: str) -> HloProto:
+  """Parses serialized bytes as ModuleTuningData, TuningData or HloModuleProto, whichever fits.
+
+  Raises:
+    HloInputError: the bytes are none of the three (not a proto, truncated, or another message).
+  """
+  if not data:
+    raise HloInputError(source, "the file is empty")
+  for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto):
+    try:
+      parsed = kind.FromString(data)
+    except protobuf_message.DecodeError:
+      continue
+    if _kind_of(parsed):
+      return parsed
+  raise HloInputError(source, "not a serialized ModuleTuningData, TuningData or HloModuleProto "
+                      "(not a protocol buffer, truncated, or missing computations / runs)")
+
+
+def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
+  """Reads a .pb file holding a ModuleTuningData, TuningData or HloModuleProto."""
+  path = pathlib.Path(path)
+  try:
+    data = path.read_bytes()
+  except OSError as error:
+    raise HloInputError(path, f"cannot read the file ({error.strerror or error})") from None
+  return parse_hlo_proto(data, str(path))
