@@ -190,6 +190,9 @@ def atomic_path(path: Union[str, os.PathLike]):
   path = pathlib.Path(path)
   handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
   os.close(handle)
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; finished files get the usual mode
   try:
     yield pathlib.Path(temporary)
     os.replace(temporary, path)

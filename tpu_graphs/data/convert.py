@@ -1,0 +1,204 @@
+"""npz directory -> sharded TFRecords of GraphTensors, resumable and byte-deterministic.
+
+Output, per collection and split found under the input directory:
+
+  <output_dir>/<kind>/<source>[/<search>]/<split>/
+      structure-00000-of-00004.tfrecord.gz   one structure record per graph
+      configs-00000-of-00004.tfrecord.gz     the chunk records of those graphs, graph by graph
+      shard-00000-of-00004.json              what the shard holds; written last, marks it done
+      manifest.json                          all shards: per-graph counts and checksums
+
+Graphs are packed into shards in sorted file order, so the same input always yields the same
+shards and bytes. Every file is written to a temporary name and renamed, and a shard counts as
+finished only once its json exists and names the same sources and settings: a rerun after a
+kill skips finished shards and redoes the half-written one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from tpu_graphs.data import graphs, npz, records
+
+FORMAT_VERSION = 1
+RECORD_COMPRESSION = "GZIP"
+DEFAULT_CONFIGS_PER_CHUNK = 1000
+DEFAULT_SHARD_BYTES = 64 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceGroup:
+  """The npz files of one collection and split, in sorted order."""
+  collection: str
+  split: str
+  files: tuple[pathlib.Path, ...]
+
+  @property
+  def relative_dir(self) -> pathlib.Path:
+    return pathlib.Path(*self.collection.split(":"), self.split)
+
+
+def find_source_groups(input_dir) -> list[SourceGroup]:
+  """Groups every *.npz below input_dir by (collection, split), inferred from the path."""
+  input_dir = pathlib.Path(input_dir)
+  if not input_dir.is_dir():
+    raise FileNotFoundError(f"{input_dir}: input directory not found")
+  grouped: dict[tuple[str, str], list[pathlib.Path]] = {}
+  for path in sorted(input_dir.rglob("*.npz")):
+    collection, split = npz.infer_collection_and_split(path)
+    if collection is None or split is None:
+      raise graphs.GraphFileError(
+          path, "cannot tell collection and split from the path; expected "
+          ".../{tile/xla | layout/<source>/<search>}/{train,valid,test}/<graph>.npz")
+    grouped.setdefault((collection, split), []).append(path)
+  return [SourceGroup(c, s, tuple(f)) for (c, s), f in sorted(grouped.items())]
+
+
+def plan_shards(files, shard_bytes: int = DEFAULT_SHARD_BYTES) -> list[list[pathlib.Path]]:
+  """Contiguous runs of files of about shard_bytes (on-disk npz size) each, at least one file."""
+  shards, current, size = [], [], 0
+  for path in files:
+    current.append(path)
+    size += path.stat().st_size
+    if size >= shard_bytes:
+      shards.append(current)
+      current, size = [], 0
+  if current:
+    shards.append(current)
+  return shards
+
+
+def file_sha256(path) -> str:
+  digest = hashlib.sha256()
+  with open(path, "rb") as stream:
+    for block in iter(lambda: stream.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def _shard_name(kind: str, index: int, count: int, suffix: str) -> str:
+  return f"{kind}-{index:05d}-of-{count:05d}{suffix}"
+
+
+def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int, count: int,
+                 configs_per_chunk: int, sources: list[dict], on_graph: Callable[[], None]) -> dict:
+  """Writes one shard's two record files, then its json; returns the json's content."""
+  options = tf.io.TFRecordOptions(compression_type=RECORD_COMPRESSION)
+  structure_path = shard_dir / _shard_name("structure", index, count, ".tfrecord.gz")
+  configs_path = shard_dir / _shard_name("configs", index, count, ".tfrecord.gz")
+  entries = []
+  with npz.atomic_path(structure_path) as structure_tmp, npz.atomic_path(configs_path) as configs_tmp, \
+      tf.io.TFRecordWriter(str(structure_tmp), options) as structure_writer, \
+      tf.io.TFRecordWriter(str(configs_tmp), options) as configs_writer:
+    for path, source in zip(files, sources):
+      graph = npz.read_graph(path, collection=group.collection, split=group.split, stream_configs=True)
+      structure, chunks = records.graph_records(graph, configs_per_chunk)
+      digest = hashlib.sha256(structure)
+      structure_writer.write(structure)
+      num_chunks = 0
+      for chunk in chunks:
+        configs_writer.write(chunk)
+        digest.update(chunk)
+        num_chunks += 1
+      entries.append({
+          "graph_id": graph.graph_id, "source": source["name"], "source_sha256": source["sha256"],
+          "nodes": int(graph.node_feat.shape[0]), "edges": int(graph.edge_index.shape[0]),
+          "configs": graph.num_configs, "chunks": num_chunks, "records_sha256": digest.hexdigest(),
+      })
+      on_graph()
+  shard = {
+      "format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
+      "configs_per_chunk": configs_per_chunk, "compression": RECORD_COMPRESSION,
+      "structure_file": structure_path.name, "configs_file": configs_path.name,
+      "structure_sha256": file_sha256(structure_path), "configs_sha256": file_sha256(configs_path),
+      "graphs": entries,
+  }
+  _write_json(shard_dir / _shard_name("shard", index, count, ".json"), shard)
+  return shard
+
+
+def _write_json(path: pathlib.Path, content) -> None:
+  with npz.atomic_path(path) as temporary:
+    temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+
+
+def _finished_shard(json_path: pathlib.Path, configs_per_chunk: int, sources: list[dict]) -> Optional[dict]:
+  """The shard's json if it was completed from the same sources and settings, else None."""
+  try:
+    shard = json.loads(json_path.read_text())
+  except (FileNotFoundError, json.JSONDecodeError):
+    return None
+  same_sources = [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] == \
+      [(s["name"], s["sha256"]) for s in sources]
+  files_present = all((json_path.parent / shard[k]).exists() for k in ("structure_file", "configs_file"))
+  if shard.get("format_version") == FORMAT_VERSION and shard.get("configs_per_chunk") == configs_per_chunk \
+      and same_sources and files_present:
+    return shard
+  return None
+
+
+@dataclasses.dataclass
+class ConversionSummary:
+  """What a conversion did, per collection and split."""
+  groups: list[dict]
+  graphs_written: int
+  graphs_skipped: int
+
+
+def convert_directory(input_dir, output_dir, configs_per_chunk: int = DEFAULT_CONFIGS_PER_CHUNK,
+                      shard_bytes: int = DEFAULT_SHARD_BYTES, progress: bool = True) -> ConversionSummary:
+  """Converts every npz file below input_dir into sharded GraphTensor records under output_dir.
+
+  Raises GraphFileError for the first invalid input file, before or while writing its shard;
+  shards finished before it stay valid and are skipped by the next run.
+  """
+  input_dir, output_dir = pathlib.Path(input_dir), pathlib.Path(output_dir)
+  groups = find_source_groups(input_dir)
+  total = sum(len(g.files) for g in groups)
+  bar = tf.keras.utils.Progbar(total, unit_name="graph", verbose=1 if progress else 0) if total else None
+  done = written = skipped = 0
+  summaries = []
+
+  def advance():
+    nonlocal done
+    done += 1
+    bar.update(done)
+
+  for group in groups:
+    shard_dir = output_dir / group.relative_dir
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    for stale in shard_dir.glob(".*.tmp"):  # left by a conversion that was killed mid-write
+      stale.unlink()
+    planned = plan_shards(group.files, shard_bytes)
+    shards = []
+    for index, files in enumerate(planned):
+      sources = [{"name": str(p.relative_to(input_dir)), "sha256": file_sha256(p)} for p in files]
+      json_path = shard_dir / _shard_name("shard", index, len(planned), ".json")
+      shard = _finished_shard(json_path, configs_per_chunk, sources)
+      if shard is not None:
+        skipped += len(files)
+        done += len(files)
+        bar.update(done)
+      else:
+        shard = _write_shard(group, files, shard_dir, index, len(planned), configs_per_chunk, sources, advance)
+        written += len(files)
+      shards.append(shard)
+    manifest = {"format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
+                "configs_per_chunk": configs_per_chunk, "compression": RECORD_COMPRESSION, "shards": shards}
+    _write_json(shard_dir / "manifest.json", manifest)
+    summaries.append({
+        "collection": group.collection, "split": group.split, "graphs": len(group.files),
+        "shards": len(shards), "configs": sum(g["configs"] for s in shards for g in s["graphs"]),
+        "record_bytes": sum(os.path.getsize(shard_dir / s[k]) for s in shards
+                            for k in ("structure_file", "configs_file")),
+        "npz_bytes": sum(p.stat().st_size for p in group.files),
+        "directory": str(shard_dir),
+    })
+  return ConversionSummary(groups=summaries, graphs_written=written, graphs_skipped=skipped)

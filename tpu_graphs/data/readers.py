@@ -1,0 +1,117 @@
+"""tf.data readers of converted records: GraphTensors of one graph with a chunk of its configs.
+
+Each shard's structure records are repeated once per chunk of their graph and zipped with the
+shard's config-chunk records (both are in graph order), then joined. Nothing but tf.data ops, so
+the pipeline runs in the input worker under any distribution strategy, and memory holds one chunk
+per element whatever the number of configs per graph.
+
+* `evaluation_dataset`: every config of every graph, chunk by chunk, in file order.
+* `training_dataset`: per chunk, `configs_per_graph` configs sampled without replacement; fully
+  determined by `seed`, so an epoch can be replayed exactly (kill-and-resume training).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.data import convert, graphs, records
+
+
+def read_manifest(records_dir) -> dict:
+  """The manifest.json of one converted collection and split."""
+  path = pathlib.Path(records_dir) / "manifest.json"
+  try:
+    return json.loads(path.read_text())
+  except FileNotFoundError:
+    raise FileNotFoundError(f"{path}: no manifest; convert the npz files first (baselines/convert.py)") from None
+
+
+def _chunk_count(num_configs: tf.Tensor, configs_per_chunk: int) -> tf.Tensor:
+  return (num_configs + configs_per_chunk - 1) // configs_per_chunk
+
+
+def _shard_dataset(kind: str, structure_file: str, configs_file: str, configs_per_chunk: int) -> tf.data.Dataset:
+  """(structure, chunk) GraphTensor pairs of one shard, in order."""
+  parse = lambda serialized: records.parse(kind, serialized)
+  structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse)
+  structures = structures.flat_map(
+      lambda g: tf.data.Dataset.from_tensors(g).repeat(
+          _chunk_count(g.context["num_configs"][0], configs_per_chunk)))
+  chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse)
+  return tf.data.Dataset.zip((structures, chunks))
+
+
+def _pairs(records_dir, shuffle_seed: Optional[int] = None) -> tuple[str, tf.data.Dataset]:
+  manifest = read_manifest(records_dir)
+  kind = graphs.collection_kind(manifest["collection"])
+  directory = pathlib.Path(records_dir)
+  shards = [(str(directory / s["structure_file"]), str(directory / s["configs_file"])) for s in manifest["shards"]]
+  if shuffle_seed is not None:
+    order = tf.random.experimental.stateless_shuffle(tf.range(len(shards)), seed=[shuffle_seed, 0]).numpy()
+    shards = [shards[i] for i in order]
+  datasets = [_shard_dataset(kind, s, c, manifest["configs_per_chunk"]) for s, c in shards]
+  pairs = datasets[0]
+  for dataset in datasets[1:]:
+    pairs = pairs.concatenate(dataset)
+  return kind, pairs
+
+
+def evaluation_dataset(records_dir) -> tf.data.Dataset:
+  """Scalar GraphTensors: each graph once per chunk, with all of that chunk's configs."""
+  kind, pairs = _pairs(records_dir)
+  return pairs.map(lambda structure, chunk: records.join(kind, structure, chunk))
+
+
+def sample_chunk(kind: str, chunk: tfgnn.GraphTensor, count: int, seed: tf.Tensor) -> tfgnn.GraphTensor:
+  """The chunk restricted to `count` configs drawn without replacement (all, if fewer).
+
+  Args:
+    kind: 'tile' or 'layout'.
+    chunk: a chunk record's GraphTensor (configs only).
+    count: configs to keep, k.
+    seed: int tensor of shape (2,) for stateless sampling.
+  """
+  configs = chunk.node_sets["config"]
+  num_configs = tf.cast(configs.total_size, tf.int32)
+  order = tf.argsort(tf.random.stateless_uniform([num_configs], seed=seed))
+  picked = order[:tf.minimum(count, num_configs)]
+  kept = tf.shape(picked, tf.int64)[:1]
+  node_sets = {name: chunk.node_sets[name] for name in records.STRUCTURE_NODE_SETS[kind]}
+  edge_sets = {name: chunk.edge_sets[name] for name in records.STRUCTURE_EDGE_SETS[kind]}
+  node_sets["config"] = tfgnn.NodeSet.from_fields(
+      sizes=kept, features={name: tf.gather(value, picked) for name, value in configs.features.items()})
+  if kind == "layout":
+    feat = chunk.node_sets["node_config"]["feat"]
+    slots = tf.shape(feat)[0] // tf.maximum(num_configs, 1)
+    picked_feat = tf.gather(tf.reshape(feat, [num_configs, slots, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]), picked)
+    picked_feat = tf.reshape(picked_feat, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])
+    total = tf.shape(picked_feat, tf.int64)[:1]
+    node_sets["node_config"] = tfgnn.NodeSet.from_fields(sizes=total, features={"feat": picked_feat})
+    sources = tf.range(total[0], dtype=tf.int64)
+    edge_sets["belongs_to"] = tfgnn.EdgeSet.from_fields(
+        sizes=total, adjacency=tfgnn.Adjacency.from_indices(
+            ("node_config", sources), ("config", sources // tf.cast(tf.maximum(slots, 1), tf.int64))))
+    edge_sets["configures"] = chunk.edge_sets["configures"]
+  return tfgnn.GraphTensor.from_pieces(context=chunk.context, node_sets=node_sets, edge_sets=edge_sets)
+
+
+def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buffer: int = 64) -> tf.data.Dataset:
+  """Scalar GraphTensors, one per chunk, each with `configs_per_graph` sampled configs, shuffled.
+
+  The same seed gives the same elements in the same order; vary it per epoch.
+  """
+  kind, pairs = _pairs(records_dir, shuffle_seed=seed)
+  pairs = pairs.enumerate()
+
+  def sample_and_join(index, pair):
+    structure, chunk = pair
+    return records.join(kind, structure, sample_chunk(kind, chunk, configs_per_graph,
+                                                      tf.stack([tf.constant(seed, tf.int64), index])))
+
+  dataset = pairs.map(sample_and_join)
+  return dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)

@@ -1,0 +1,214 @@
+"""TpuGraphs graphs as TF-GNN GraphTensors, split into records that never hold all configs.
+
+One schema per collection (`data/schemas/{tile,layout}.pbtxt`) describes the GraphTensor that
+models consume: op nodes with data flow, plus a chunk of configs. On disk a graph becomes
+
+* one *structure* record: the GraphTensor with every op node and edge, and no configs;
+* one *chunk* record per `configs_per_chunk` configs: the GraphTensor with those configs and no
+  op nodes (for layout, `node_config` nodes and their `belongs_to` edges).
+
+Both are valid GraphTensors of the same schema, so `tfgnn.parse_example` reads either; `join`
+puts a structure and a chunk back together (inside tf.data) and adds the layout `configures`
+edges, which follow from each op's `config_slot`. A 100k-config layout graph is therefore never
+one Example, and a reader holds one chunk at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+from typing import Iterable, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.data import graphs
+
+SCHEMA_DIR = pathlib.Path(__file__).resolve().parents[2] / "data" / "schemas"
+# Which pieces of the schema each record kind carries; the other record kind holds them empty.
+STRUCTURE_NODE_SETS = {"tile": ("op",), "layout": ("op", "node_split")}
+STRUCTURE_EDGE_SETS = {"tile": ("feeds",), "layout": ("feeds",)}
+CONFIG_NODE_SETS = {"tile": ("config",), "layout": ("config", "node_config")}
+CONFIG_EDGE_SETS = {"tile": (), "layout": ("belongs_to", "configures")}
+
+
+@functools.lru_cache(maxsize=None)
+def read_schema(kind: str) -> tfgnn.GraphSchema:
+  """The GraphSchema of 'tile' or 'layout' graphs, read from data/schemas."""
+  path = SCHEMA_DIR / f"{kind}.pbtxt"
+  if not path.exists():
+    raise FileNotFoundError(f"{path}: schema for collection kind {kind!r} not found")
+  return tfgnn.read_schema(str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def graph_spec(kind: str) -> tfgnn.GraphTensorSpec:
+  """GraphTensorSpec (scalar, one component) for 'tile' or 'layout' graphs."""
+  return tfgnn.create_graph_spec_from_schema_pb(read_schema(kind))
+
+
+def _context(graph: graphs.Graph) -> tfgnn.Context:
+  features = {
+      "graph_id": tf.constant([graph.graph_id]),
+      "collection": tf.constant([graph.collection]),
+      "num_configs": tf.constant([graph.num_configs], tf.int64),
+  }
+  return tfgnn.Context.from_fields(features=features, sizes=tf.constant([1]))
+
+
+def _node_set(size: int, features: dict) -> tfgnn.NodeSet:
+  return tfgnn.NodeSet.from_fields(sizes=tf.constant([size]), features=features)
+
+
+def _edge_set(source: str, target: str, sources, targets) -> tfgnn.EdgeSet:
+  sources = tf.constant(sources, tf.int64)
+  return tfgnn.EdgeSet.from_fields(
+      sizes=tf.shape(sources, out_type=tf.int64)[:1],
+      adjacency=tfgnn.Adjacency.from_indices((source, sources), (target, tf.constant(targets, tf.int64))))
+
+
+def _empty_pieces(kind: str, node_set_names, edge_set_names) -> tuple[dict, dict]:
+  """Size-0 node and edge sets, so each record kind is a complete GraphTensor of the schema."""
+  spec = graph_spec(kind)
+  node_sets = {}
+  for name in node_set_names:
+    features = spec.node_sets_spec[name].features_spec
+    node_sets[name] = _node_set(0, {f: tf.zeros([0] + features[f].shape[1:].as_list(), features[f].dtype)
+                                    for f in features})
+  edge_sets = {name: _edge_set(spec.edge_sets_spec[name].adjacency_spec.source_name,
+                               spec.edge_sets_spec[name].adjacency_spec.target_name, [], [])
+               for name in edge_set_names}
+  return node_sets, edge_sets
+
+
+def structure_graph_tensor(graph: graphs.Graph) -> tfgnn.GraphTensor:
+  """The graph's ops and data flow with no configs: (n ops, m feeds edges)."""
+  kind = "tile" if isinstance(graph, graphs.TileGraph) else "layout"
+  node_sets, edge_sets = _empty_pieces(kind, CONFIG_NODE_SETS[kind], CONFIG_EDGE_SETS[kind])
+  op_features = {"feat": tf.constant(graph.node_feat), "opcode": tf.constant(graph.node_opcode, tf.int64)}
+  if kind == "layout":
+    slots = np.full(graph.node_feat.shape[0], -1, np.int64)
+    slots[graph.node_config_ids] = np.arange(graph.node_config_ids.shape[0])
+    op_features["config_slot"] = tf.constant(slots)
+    node_sets["node_split"] = _node_set(graph.node_splits.shape[1], {"offset": tf.constant(graph.node_splits[0])})
+  node_sets["op"] = _node_set(graph.node_feat.shape[0], op_features)
+  edge_sets["feeds"] = _edge_set("op", "op", graph.edge_index[:, 1], graph.edge_index[:, 0])
+  return tfgnn.GraphTensor.from_pieces(
+      context=_context(graph), node_sets=node_sets, edge_sets=edge_sets)
+
+
+def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: np.ndarray) -> tfgnn.GraphTensor:
+  """Configs start .. start + k of the graph with no ops.
+
+  Args:
+    graph: the source graph; its config-feature array is not read (it may be streamed).
+    start: index of the chunk's first config.
+    config_features: the chunk's rows of `config_feat` (k, 24) or `node_config_feat` (k, nc, 18).
+  """
+  count = config_features.shape[0]
+  indices = np.arange(start, start + count, dtype=np.int64)
+  config_features_dict = {"config_index": tf.constant(indices),
+                          "runtime": tf.constant(graph.config_runtime[start:start + count])}
+  kind = "tile" if isinstance(graph, graphs.TileGraph) else "layout"
+  node_sets, edge_sets = _empty_pieces(kind, STRUCTURE_NODE_SETS[kind], STRUCTURE_EDGE_SETS[kind])
+  if kind == "tile":
+    config_features_dict["feat"] = tf.constant(config_features, tf.float32)
+    config_features_dict["normalizer"] = tf.constant(graph.config_runtime_normalizers[start:start + count])
+  else:
+    num_slots = config_features.shape[1]
+    node_sets["node_config"] = _node_set(
+        count * num_slots, {"feat": tf.constant(config_features.reshape(-1, config_features.shape[-1]), tf.float32)})
+    edge_sets["belongs_to"] = _edge_set(
+        "node_config", "config", np.arange(count * num_slots), np.repeat(np.arange(count), num_slots))
+    edge_sets["configures"] = _edge_set("node_config", "op", [], [])
+  node_sets["config"] = _node_set(count, config_features_dict)
+  return tfgnn.GraphTensor.from_pieces(
+      context=_context(graph), node_sets=node_sets, edge_sets=edge_sets)
+
+
+def serialize(graph_tensor: tfgnn.GraphTensor) -> bytes:
+  """Deterministic tf.Example bytes (map fields in sorted order), so conversions are reproducible."""
+  return tfgnn.write_example(graph_tensor).SerializeToString(deterministic=True)
+
+
+def parse(kind: str, serialized: tf.Tensor) -> tfgnn.GraphTensor:
+  """Parses one serialized record (scalar string) into a GraphTensor of the collection's schema."""
+  return tfgnn.parse_single_example(graph_spec(kind), serialized)
+
+
+def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+  """One graph with one chunk of configs: ops and data flow from `structure`, configs from `chunk`.
+
+  For layout, `configures` edges link node_config i * nc + j to the op whose config_slot is j.
+  Works eagerly and inside tf.data; shapes are dynamic.
+  """
+  node_sets = {name: structure.node_sets[name] for name in STRUCTURE_NODE_SETS[kind]}
+  edge_sets = {name: structure.edge_sets[name] for name in STRUCTURE_EDGE_SETS[kind]}
+  for name in CONFIG_NODE_SETS[kind]:
+    node_sets[name] = chunk.node_sets[name]
+  if kind == "layout":
+    edge_sets["belongs_to"] = chunk.edge_sets["belongs_to"]
+    slots = structure.node_sets["op"]["config_slot"]
+    configurable_ops = tf.boolean_mask(tf.range(tf.shape(slots, tf.int64)[0], dtype=tf.int64), slots >= 0)
+    configurable_ops = tf.gather(configurable_ops, tf.argsort(tf.boolean_mask(slots, slots >= 0)))
+    num_configs = chunk.node_sets["config"].total_size
+    targets = tf.tile(configurable_ops, tf.reshape(tf.cast(num_configs, tf.int32), [1]))
+    edge_sets["configures"] = tfgnn.EdgeSet.from_fields(
+        sizes=tf.shape(targets, tf.int64)[:1],
+        adjacency=tfgnn.Adjacency.from_indices(
+            ("node_config", tf.range(tf.shape(targets, tf.int64)[0], dtype=tf.int64)), ("op", targets)))
+  context = tfgnn.Context.from_fields(features=structure.context.features, sizes=structure.context.sizes)
+  return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
+
+
+def config_chunks(graph: graphs.Graph, configs_per_chunk: int) -> Iterable[tuple[int, np.ndarray]]:
+  """(start, rows) over the graph's config-feature array, streamed when it lives on disk."""
+  features = graph.config_feat if isinstance(graph, graphs.TileGraph) else graph.node_config_feat
+  if hasattr(features, "iter_chunks"):
+    start = 0
+    for rows in features.iter_chunks(configs_per_chunk):
+      yield start, rows
+      start += rows.shape[0]
+  else:
+    for start in range(0, features.shape[0], configs_per_chunk):
+      yield start, features[start:start + configs_per_chunk]
+
+
+def graph_records(graph: graphs.Graph, configs_per_chunk: int) -> tuple[bytes, Iterable[bytes]]:
+  """The structure record and a lazy iterator of chunk records for one graph."""
+  structure = serialize(structure_graph_tensor(graph))
+  chunks = (serialize(config_chunk_graph_tensor(graph, start, rows))
+            for start, rows in config_chunks(graph, configs_per_chunk))
+  return structure, chunks
+
+
+def graph_from_records(kind: str, structure: bytes, chunks: Iterable[bytes],
+                       split: Optional[str] = None) -> graphs.Graph:
+  """Rebuilds the npz arrays of one graph from its records (inverse of `graph_records`)."""
+  structure_tensor = parse(kind, tf.constant(structure))
+  op = structure_tensor.node_sets["op"]
+  context = structure_tensor.context
+  graph_id = context["graph_id"][0].numpy().decode()
+  collection = context["collection"][0].numpy().decode()
+  feeds = structure_tensor.edge_sets["feeds"].adjacency
+  arrays = {
+      "node_feat": op["feat"].numpy(),
+      "node_opcode": op["opcode"].numpy().astype(np.uint8),
+      "edge_index": np.stack([feeds.target.numpy(), feeds.source.numpy()], axis=1).reshape(-1, 2),
+  }
+  chunk_tensors = [parse(kind, tf.constant(chunk)) for chunk in chunks]
+  configs = [chunk.node_sets["config"] for chunk in chunk_tensors]
+  arrays["config_runtime"] = np.concatenate([c["runtime"].numpy() for c in configs])
+  if kind == "tile":
+    arrays["config_feat"] = np.concatenate([c["feat"].numpy() for c in configs])
+    arrays["config_runtime_normalizers"] = np.concatenate([c["normalizer"].numpy() for c in configs])
+  else:
+    slots = op["config_slot"].numpy()
+    arrays["node_config_ids"] = np.argsort(np.where(slots >= 0, slots, np.iinfo(np.int64).max))[:(slots >= 0).sum()]
+    num_slots = arrays["node_config_ids"].shape[0]
+    arrays["node_config_feat"] = np.concatenate(
+        [chunk.node_sets["node_config"]["feat"].numpy().reshape(-1, num_slots, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)
+         for chunk in chunk_tensors])
+    arrays["node_splits"] = structure_tensor.node_sets["node_split"]["offset"].numpy().reshape(1, -1)
+  return graphs.validate_graph(f"records of {graph_id}", graph_id, collection, split, arrays)
