@@ -1,0 +1,19 @@
+"""The Java rule names @bazel_tools loads, forwarded to Bazel 4.2.3's native rules (see README)."""
+
+def java_binary(**attrs):
+    native.java_binary(**attrs)
+
+def java_import(**attrs):
+    native.java_import(**attrs)
+
+def java_library(**attrs):
+    native.java_library(**attrs)
+
+def java_proto_library(**attrs):
+    native.java_proto_library(**attrs)
+
+def java_runtime(**attrs):
+    native.java_runtime(**attrs)
+
+def java_toolchain(**attrs):
+    native.java_toolchain(**attrs)
