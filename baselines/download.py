@@ -1,0 +1,54 @@
+"""Downloads, verifies and extracts the TpuGraphs release, then prints what is on disk.
+
+  python baselines/download.py --list
+  python baselines/download.py --collections=tile:xla,layout:xla:default --dest=~/data/tpugraphs
+
+Interrupted runs continue where they stopped; finished archives are skipped on a rerun.
+"""
+
+import pathlib
+import sys
+
+from absl import app
+from absl import flags
+
+from tpu_graphs.data import download
+from tpu_graphs.data import graphs
+from tpu_graphs.data import statistics
+
+_COLLECTIONS = flags.DEFINE_list("collections", list(download.COLLECTIONS),
+                                 f"Collections to fetch, from: {', '.join(download.COLLECTIONS)}.")
+_SPLITS = flags.DEFINE_list("splits", list(graphs.SPLITS), "Splits to fetch: train, valid, test.")
+_DEST = flags.DEFINE_string("dest", "~/data/tpugraphs", "Data root; the npz/ tree is extracted under it.")
+_BASE_URL = flags.DEFINE_string("base_url", download.RELEASE_URL, "Where the release's tar files are.")
+_LIST = flags.DEFINE_bool("list", False, "Only print the archives that would be fetched, with their sizes.")
+
+
+def main(argv):
+  del argv
+  wanted = [(collection, split) for collection in _COLLECTIONS.value for split in _SPLITS.value]
+  try:
+    names = [download.archive_name(collection, split) for collection, split in wanted]
+  except ValueError as error:
+    raise app.UsageError(str(error)) from None
+  downloader = download.Downloader(_DEST.value, base_url=_BASE_URL.value, progress=sys.stderr)
+  if _LIST.value:
+    to_fetch = 0
+    for name in names:
+      installed = downloader.is_installed(name)
+      remote = downloader.describe(name)
+      to_fetch += 0 if installed else remote.size
+      print(f"{name:36s} {statistics.format_bytes(remote.size):>9s}  "
+            f"{'installed' if installed else 'to fetch':9s}  {remote.url}")
+    print(f"{statistics.format_bytes(to_fetch)} to fetch into {downloader.dest}")
+    return
+  try:
+    for collection, split in wanted:
+      downloader.install(collection, split)
+  except download.DownloadError as error:
+    sys.exit(f"download failed: {error}")
+  print(statistics.format_table(statistics.directory_statistics(pathlib.Path(downloader.dest) / "npz")))
+
+
+if __name__ == "__main__":
+  app.run(main)
