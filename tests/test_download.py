@@ -13,11 +13,10 @@ import threading
 
 import pytest
 
+import sample_data
 from tpu_graphs.data import download
 
-SAMPLE_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample"
-pytestmark = pytest.mark.skipif(not (SAMPLE_DIR / "npz").is_dir(),
-                                reason=f"real sample files not found at {SAMPLE_DIR}")
+SAMPLE_DIR = sample_data.sample_dir()
 # Every (collection, split) the sample holds a folder for.
 SAMPLE_SPLITS = [(collection, split) for collection in download.COLLECTIONS for split in ("train", "valid", "test")
                  if (SAMPLE_DIR / "npz" / collection.replace(":", "/") / split).is_dir()]
@@ -70,6 +69,7 @@ class _ReleaseHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def release(tmp_path):
   """A loopback server whose folder holds one tar per sample split, named as in the release."""
+  sample_data.require_sample("npz")
   root = tmp_path / "server"
   root.mkdir()
   for collection, split in SAMPLE_SPLITS:

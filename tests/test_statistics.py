@@ -1,19 +1,17 @@
 """Statistics of TpuGraphs directories: checked against the sample's MANIFEST and hand-built files."""
 
 import csv
-import pathlib
 import sys
 
 import numpy as np
 import pytest
 
+import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 
-SAMPLE_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample"
-needs_sample = pytest.mark.skipif(not (SAMPLE_DIR / "npz").is_dir(),
-                                  reason=f"real sample files not found at {SAMPLE_DIR}")
+SAMPLE_DIR = sample_data.sample_dir()
 
 
 def _manifest_npz_rows():
@@ -35,8 +33,8 @@ def _layout_graph(num_nodes: int, configurable: list[int]) -> graphs.LayoutGraph
   return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
 
 
-@needs_sample
 def test_sample_rows_match_the_manifest():
+  sample_data.require_sample("MANIFEST.tsv")
   rows = {(row.collection, row.split): row for row in statistics.directory_statistics(SAMPLE_DIR)}
   expected = {}
   for entry in _manifest_npz_rows():
@@ -52,8 +50,8 @@ def test_sample_rows_match_the_manifest():
     assert row.configs_total == sum(int(entry["c_configs"]) for entry in entries)
 
 
-@needs_sample
 def test_rows_are_ordered_tile_first_then_by_split():
+  sample_data.require_sample("npz")
   keys = [(row.collection, row.split) for row in statistics.directory_statistics(SAMPLE_DIR)]
   assert keys[:3] == [("tile:xla", "train"), ("tile:xla", "valid"), ("tile:xla", "test")]
   assert keys[3:6] == [("layout:xla:default", split) for split in ("train", "valid", "test")]
