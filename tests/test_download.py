@@ -210,6 +210,15 @@ def test_invalid_graph_file_is_named(release, tmp_path):
   assert not (dest / f"{name}.done").exists()
 
 
+def test_graph_outside_its_collection_and_split_is_named(release, tmp_path):
+  name = download.archive_name("tile:xla", "train")
+  sample_file = next((SAMPLE_DIR / "npz" / "tile" / "xla" / "valid").glob("*.npz"))
+  with tarfile.open(release.root / name, "w") as archive:
+    archive.add(sample_file, arcname=f"npz/tile/xla/valid/{sample_file.name}")
+  with pytest.raises(download.DownloadError, match="lies in tile:xla valid, expected tile:xla train"):
+    _downloader(release, tmp_path / "data").install("tile:xla", "train")
+
+
 def test_missing_archive_names_the_url_without_retrying(release, tmp_path):
   with pytest.raises(download.DownloadError, match=r"/v0/npz_layout_nlp_random_train.tar: HTTP 404"):
     _downloader(release, tmp_path / "data").install("layout:nlp:random", "train")
