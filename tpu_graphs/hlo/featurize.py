@@ -9,6 +9,9 @@ computation it calls (fusions, reducers, loop bodies), sorted.
     module_features(hlo_module)          -> ModuleFeatures (nodes, edges, splits, id <-> node)
     layout_graph(module_tuning_data)     -> LayoutGraph   (successful runs only)
     tile_graphs(tuning_data)             -> [TileGraph]   (one per kernel, successful runs only)
+    program_graph(hlo_module)            -> LayoutGraph   (unlabelled, its own layouts as config)
+    kernel_modules(optimized_hlo_module) -> [HloModuleProto] (one per fusion)
+    kernel_graph(kernel_module)          -> TileGraph     (unlabelled, one empty tile config)
     read_hlo_file(path)                  -> the proto in a .pb file, whichever of the three kinds
 """
 
@@ -31,6 +34,12 @@ from tpu_graphs.hlo import tuning_pb2
 # Computations whose names contain these words end a `node_splits` segment (the release marks
 # the boundaries of the program's major computations, not of fusion bodies or reducers).
 _SPLIT_COMPUTATION_WORDS = ("cluster", "while", "cond")
+
+# Opcodes whose layouts the release's layout collection configures.
+CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
+# Graphs of programs nobody measured are unlabelled, like the release's test split: runtime 0
+# (and normalizer 1).
+UNLABELLED_SPLIT = "test"
 
 
 class HloInputError(ValueError):
@@ -221,6 +230,100 @@ def tile_graphs(tuning: tuning_pb2.TuningData, collection: str = "tile:xla", spl
           for m in kernels]
 
 
+def _as_found_layout_config(module: ModuleFeatures) -> tuple[np.ndarray, tuning_pb2.LayoutConfig]:
+  """Configurable node indices (nc,) and a LayoutConfig of their current layouts.
+
+  Each node's tensors are its result, then its operands (at most 3 in all), each as the
+  minor-to-major order in its shape's layout.
+  """
+  config = tuning_pb2.LayoutConfig()
+  node_ids = [i for i, inst in enumerate(module.instructions) if inst.opcode in CONFIGURABLE_OPCODES]
+  for i in node_ids:
+    instruction = module.instructions[i]
+    operands = [module.instructions[module.node_by_instruction_id[o]] for o in instruction.operand_ids]
+    node = config.nodes.add()
+    for tensor in ([instruction] + operands)[:features.LAYOUT_MAX_TENSORS]:
+      node.tensors.add().dims.extend(tensor.shape.layout.minor_to_major)
+  return np.asarray(node_ids, np.int64), config
+
+
+def program_graph(module: hlo_pb2.HloModuleProto, graph_id: Optional[str] = None,
+                  collection: str = "layout:xla:default", source: Optional[str] = None) -> graphs.LayoutGraph:
+  """An unlabelled layout graph of a whole module, with one config: the layouts it carries.
+
+  Its configurable nodes are the convolutions, dots and reshapes (CONFIGURABLE_OPCODES).
+  """
+  source = source or f"HLO module {module.name!r}"
+  nodes = module_features(module, source)
+  node_config_ids, config = _as_found_layout_config(nodes)
+  arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
+                node_config_ids=node_config_ids,
+                node_config_feat=features.layout_config_features(config)[np.newaxis],
+                config_runtime=np.zeros(1, np.int64), node_splits=nodes.node_splits)
+  return graphs.validate_graph(source, graph_id or module.name, collection, UNLABELLED_SPLIT, arrays)
+
+
+def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProto]:
+  """One module per fusion instruction of `module`, shaped like the release's kernel modules.
+
+  Each holds the computations the fusion calls (transitively, callees first) and an entry
+  computation named after the fusion: one parameter per distinct operand, and the fusion as root.
+  """
+  computations = {c.id: c for c in module.computations}
+  fused = {cid for c in module.computations for i in c.instructions if i.opcode == "fusion"
+           for cid in i.called_computation_ids}
+  next_id = 1 + max(i.id for c in module.computations for i in c.instructions)
+  instructions = {i.id: i for c in module.computations for i in c.instructions}
+  kernels = []
+  for computation in module.computations:
+    if computation.id in fused:  # a fusion nested inside another fusion belongs to that kernel
+      continue
+    for fusion in computation.instructions:
+      if fusion.opcode != "fusion":
+        continue
+      kernel = hlo_pb2.HloModuleProto(name=fusion.name, entry_computation_name=fusion.name)
+      callees: list[int] = []
+
+      def visit(computation_id: int) -> None:
+        if computation_id in callees:
+          return
+        for inst in computations[computation_id].instructions:
+          for callee in inst.called_computation_ids:
+            visit(callee)
+        callees.append(computation_id)
+
+      for computation_id in fusion.called_computation_ids:
+        visit(computation_id)
+      kernel.computations.extend(computations[c] for c in callees)
+      entry = kernel.computations.add(name=fusion.name, id=next_id)
+      operand_ids = list(dict.fromkeys(fusion.operand_ids))
+      parameter_ids = {}
+      for number, operand_id in enumerate(operand_ids):
+        parameter = entry.instructions.add(
+            name=f"parameter.{number}", opcode="parameter", id=next_id + 1 + number, parameter_number=number)
+        parameter.shape.CopyFrom(instructions[operand_id].shape)
+        parameter_ids[operand_id] = parameter.id
+      root = entry.instructions.add()
+      root.CopyFrom(fusion)
+      del root.operand_ids[:]
+      root.operand_ids.extend(parameter_ids[o] for o in fusion.operand_ids)
+      entry.root_id = root.id
+      kernel.entry_computation_id = entry.id
+      kernels.append(kernel)
+  return kernels
+
+
+def kernel_graph(kernel: hlo_pb2.HloModuleProto, collection: str = "tile:xla",
+                 source: Optional[str] = None) -> graphs.TileGraph:
+  """An unlabelled tile graph of one kernel module, with one empty tile-size config."""
+  source = source or f"HLO kernel module {kernel.name!r}"
+  nodes = module_features(kernel, source)
+  arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
+                config_feat=features.tile_config_features(tuning_pb2.TileSizeConfig())[np.newaxis],
+                config_runtime=np.zeros(1, np.int64), config_runtime_normalizers=np.ones(1, np.int64))
+  return graphs.validate_graph(source, kernel.name, collection, UNLABELLED_SPLIT, arrays)
+
+
 HloProto = Union[hlo_pb2.HloModuleProto, tuning_pb2.ModuleTuningData, tuning_pb2.TuningData]
 
 
@@ -272,3 +375,17 @@ def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
   except OSError as error:
     raise HloInputError(path, f"cannot read the file ({error.strerror or error})") from None
   return parse_hlo_proto(data, str(path))
+
+
+def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> list[graphs.Graph]:
+  """The graphs in a .pb file: a layout graph from a ModuleTuningData, one tile graph per kernel
+  from a TuningData, and from a bare HloModuleProto either the unlabelled program graph or, with
+  `kernels` (for an optimized module), one unlabelled tile graph per fusion."""
+  proto = read_hlo_file(path)
+  if isinstance(proto, tuning_pb2.ModuleTuningData):
+    return [layout_graph(proto, source=str(path))]
+  if isinstance(proto, tuning_pb2.TuningData):
+    return tile_graphs(proto, source=str(path))
+  if kernels:
+    return [kernel_graph(k, source=f"{path} (fusion {k.name!r})") for k in kernel_modules(proto)]
+  return [program_graph(proto, source=str(path))]

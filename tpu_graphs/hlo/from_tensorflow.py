@@ -1,0 +1,77 @@
+"""TensorFlow and Keras programs -> TpuGraphs graphs, through the HLO XLA compiles them to.
+
+`tf.function(jit_compile=True).experimental_get_compiler_ir(...)` hands back a serialized
+HloModuleProto of the program:
+
+* stage 'hlo' (unoptimized): the whole program, as a layout graph (featurize.program_graph).
+* stage 'optimized_hlo': after XLA's fusion passes; each fusion becomes a kernel module and a
+  tile graph (featurize.kernel_modules, featurize.kernel_graph).
+
+Nothing is measured, so the graphs are unlabelled like the release's test split. Optimization
+targets the machine compiling (a CPU here), not a TPU, so fusion boundaries differ from the
+release's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+import tensorflow as tf
+from tensorflow.compiler.xla.service import hlo_pb2
+
+from tpu_graphs.data import graphs
+from tpu_graphs.hlo import featurize
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramGraphs:
+  """A TF program as TpuGraphs graphs: the whole program and (when asked) its fused kernels."""
+
+  program: graphs.LayoutGraph
+  kernels: tuple[graphs.TileGraph, ...]
+
+
+def hlo_module(fn: Callable, *example_args, optimized: bool = False) -> hlo_pb2.HloModuleProto:
+  """The HloModuleProto XLA builds for `fn` traced on `example_args` (tensors or TensorSpecs).
+
+  `fn` may itself be a tf.function; it is traced inside a jit-compiled one either way.
+  """
+  stage = "optimized_hlo_serialized" if optimized else "hlo_serialized"
+  compiled = tf.function(fn, jit_compile=True)
+  return hlo_pb2.HloModuleProto.FromString(compiled.experimental_get_compiler_ir(*example_args)(stage=stage))
+
+
+def from_tf_function(fn: Callable, *example_args, graph_id: Optional[str] = None,
+                     kernels: bool = False) -> ProgramGraphs:
+  """Graphs of a TF program: the unoptimized whole program and, with `kernels`, its fusions.
+
+  Args:
+    fn: a Python function of tensors, or a tf.function.
+    *example_args: tensors or tf.TensorSpecs to trace `fn` on (their shapes are baked in).
+    graph_id: the program graph's id; defaults to the HLO module's name.
+    kernels: also compile with optimizations and return one tile graph per fusion.
+  """
+  program = featurize.program_graph(hlo_module(fn, *example_args), graph_id)
+  kernel_graphs = ()
+  if kernels:
+    optimized = hlo_module(fn, *example_args, optimized=True)
+    kernel_graphs = tuple(featurize.kernel_graph(k) for k in featurize.kernel_modules(optimized))
+  return ProgramGraphs(program=program, kernels=kernel_graphs)
+
+
+def from_keras_model(model: tf.keras.Model, batch_size: int = 1, training: bool = False,
+                     kernels: bool = False) -> ProgramGraphs:
+  """Graphs of a Keras model's forward pass on one batch of `batch_size` examples.
+
+  The input signature is the model's, with the batch dimension set, so nothing is evaluated;
+  the graph id is the model's name.
+  """
+  specs = tf.nest.map_structure(lambda t: tf.TensorSpec([batch_size] + list(t.shape[1:]), t.dtype), model.inputs)
+  if len(specs) == 1:
+    specs = specs[0]
+
+  def forward(inputs):
+    return model(inputs, training=training)
+
+  return from_tf_function(forward, specs, graph_id=model.name, kernels=kernels)
