@@ -1,0 +1,59 @@
+"""Converts a TpuGraphs npz tree into sharded GraphTensor records and prints a summary table.
+
+  python baselines/convert.py --input_dir ../shared/tpugraphs_sample/npz --output_dir out/records
+  bazel run //baselines:convert -- --input_dir ... --output_dir ...
+
+Rerunning after an interruption skips finished shards. See tpu_graphs/data/convert.py.
+"""
+
+import pathlib
+import sys
+
+from absl import flags
+
+from tpu_graphs.data import convert
+from tpu_graphs.data import graphs
+from tpu_graphs import programs
+
+_INPUT_DIR = flags.DEFINE_string("input_dir", None, "A TpuGraphs npz tree (e.g. .../npz).")
+_OUTPUT_DIR = flags.DEFINE_string("output_dir", "out/records", "Where the records go.")
+_CONFIGS_PER_CHUNK = flags.DEFINE_integer(
+    "configs_per_chunk", convert.DEFAULT_CONFIGS_PER_CHUNK, "Configs per config-chunk record.")
+_SHARD_MB = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20,
+                                 "Target npz megabytes per shard.")
+
+
+def summary_table(summary: convert.ConversionSummary) -> str:
+  """Markdown table of what a conversion holds, one row per collection and split."""
+  lines = ["| collection | split | graphs | configs | shards | npz MB | records MB | records dir |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+  for group in summary.groups:
+    lines.append(
+        f"| {group['collection']} | {group['split']} | {group['graphs']} | {group['configs']} | "
+        f"{group['shards']} | {group['npz_bytes'] / 1e6:.2f} | {group['record_bytes'] / 1e6:.2f} | "
+        f"{group['directory']} |")
+  return "\n".join(lines)
+
+
+def default_input_dir() -> pathlib.Path:
+  """The real sample beside the repository, the only data this stage can assume exists."""
+  return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample" / "npz"
+
+
+def main(argv):
+  del argv
+  input_dir = pathlib.Path(_INPUT_DIR.value) if _INPUT_DIR.value else default_input_dir()
+  if not input_dir.is_dir():
+    sys.exit(f"convert: input directory {input_dir} not found; pass --input_dir=<a TpuGraphs npz tree>")
+  try:
+    summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, _CONFIGS_PER_CHUNK.value,
+                                        _SHARD_MB.value << 20)
+  except graphs.GraphFileError as error:
+    sys.exit(f"convert: invalid input file {error}")
+  print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already "
+        f"converted, from {input_dir}\n")
+  print(summary_table(summary))
+
+
+if __name__ == "__main__":
+  programs.run(main)

@@ -1,0 +1,111 @@
+"""The converter: sharded, byte-deterministic, resumable after a kill, and strict on bad input."""
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import sample_data
+from tpu_graphs.data import convert, graphs, npz, records
+
+
+def copy_sample_subset(destination):
+  """A small tree of real files: two collections, several splits."""
+  source = sample_data.require_sample("npz")
+  for relative in ["tile/xla/test", "tile/xla/train", "tile/xla/valid", "layout/xla/default/train",
+                   "layout/xla/default/valid"]:
+    shutil.copytree(source / relative, destination / relative)
+  return destination
+
+
+def tree_bytes(root):
+  return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_two_conversions_give_identical_bytes(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  convert.convert_directory(source, tmp_path / "a", configs_per_chunk=300, shard_bytes=4000, progress=False)
+  convert.convert_directory(source, tmp_path / "b", configs_per_chunk=300, shard_bytes=4000, progress=False)
+  first, second = tree_bytes(tmp_path / "a"), tree_bytes(tmp_path / "b")
+  assert first == second
+  assert "tile/xla/test/structure-00003-of-00004.tfrecord.gz" in first  # 4 kB shards: 4 for tile test
+
+
+def test_manifest_counts_every_graph_and_config(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  summary = convert.convert_directory(source, tmp_path / "out", configs_per_chunk=500, progress=False)
+  manifest = json.loads((tmp_path / "out/layout/xla/default/valid/manifest.json").read_text())
+  [entry] = [g for s in manifest["shards"] for g in s["graphs"]]
+  assert entry["graph_id"] == "unet_3d.4x4.bf16"
+  assert (entry["nodes"], entry["edges"], entry["configs"], entry["chunks"]) == (3163, 5112, 1965, 4)
+  assert entry["source_sha256"] == convert.file_sha256(source / "layout/xla/default/valid/unet_3d.4x4.bf16.npz")
+  assert {(g["collection"], g["split"]) for g in summary.groups} == {
+      ("tile:xla", "test"), ("tile:xla", "train"), ("tile:xla", "valid"),
+      ("layout:xla:default", "train"), ("layout:xla:default", "valid")}
+  assert summary.graphs_written == 10 and summary.graphs_skipped == 0
+
+
+def test_rerun_skips_finished_shards(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  convert.convert_directory(source, tmp_path / "out", shard_bytes=4000, progress=False)
+  before = tree_bytes(tmp_path / "out")
+  again = convert.convert_directory(source, tmp_path / "out", shard_bytes=4000, progress=False)
+  assert again.graphs_written == 0 and again.graphs_skipped == 10
+  assert tree_bytes(tmp_path / "out") == before
+
+
+def _convert_forever(source, output):
+  convert.convert_directory(source, output, configs_per_chunk=50, shard_bytes=1, progress=False)
+
+
+def test_resume_after_kill_redoes_only_the_unfinished_shard(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  reference = tmp_path / "reference"
+  convert.convert_directory(source, reference, configs_per_chunk=50, shard_bytes=1, progress=False)
+  output = tmp_path / "out"
+  process = multiprocessing.get_context("spawn").Process(target=_convert_forever, args=(source, output))
+  process.start()
+  shard_jsons = lambda: list(output.rglob("shard-*.json"))
+  deadline = time.time() + 120
+  while len(shard_jsons()) < 2 and time.time() < deadline and process.is_alive():
+    time.sleep(0.05)
+  os.kill(process.pid, signal.SIGKILL)
+  process.join()
+  finished = len(shard_jsons())
+  assert 2 <= finished < 10, "kill should land mid-conversion"
+  resumed = convert.convert_directory(source, output, configs_per_chunk=50, shard_bytes=1, progress=False)
+  assert resumed.graphs_skipped >= finished and resumed.graphs_written == 10 - resumed.graphs_skipped
+  assert tree_bytes(output) == tree_bytes(reference)
+  assert not list(output.rglob("*.tmp"))
+
+
+def test_changed_settings_redo_the_shards(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  convert.convert_directory(source, tmp_path / "out", configs_per_chunk=500, progress=False)
+  again = convert.convert_directory(source, tmp_path / "out", configs_per_chunk=300, progress=False)
+  assert again.graphs_written == 10
+
+
+def test_bad_input_file_is_named(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  bad = source / "tile/xla/train/broken.npz"
+  bad.write_bytes(b"not a zip")
+  with pytest.raises(graphs.GraphFileError, match="broken.npz: not a readable npz archive"):
+    convert.convert_directory(source, tmp_path / "out", progress=False)
+
+
+def test_file_outside_the_standard_tree_is_named(tmp_path):
+  (tmp_path / "npz").mkdir()
+  np.savez(tmp_path / "npz/stray.npz", x=np.zeros(3))
+  with pytest.raises(graphs.GraphFileError, match="stray.npz: cannot tell collection and split"):
+    convert.convert_directory(tmp_path / "npz", tmp_path / "out", progress=False)
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

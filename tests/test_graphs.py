@@ -1,0 +1,149 @@
+"""Validation of TpuGraphs arrays: every malformed input gets a GraphFileError naming file and problem."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from tpu_graphs.data import graphs, npz
+
+
+def tile_arrays(nodes=4, configs=3):
+  rng = np.random.default_rng(0)
+  return {
+      "node_feat": rng.normal(size=(nodes, 140)).astype(np.float32),
+      "node_opcode": np.arange(nodes, dtype=np.uint8),
+      "edge_index": np.array([[i + 1, i] for i in range(nodes - 1)], np.int64),
+      "config_feat": rng.normal(size=(configs, 24)).astype(np.float32),
+      "config_runtime": np.arange(1, configs + 1, dtype=np.int64) * 100,
+      "config_runtime_normalizers": np.full(configs, 50, np.int64),
+  }
+
+
+def layout_arrays(nodes=6, configs=3):
+  rng = np.random.default_rng(1)
+  return {
+      "node_feat": rng.normal(size=(nodes, 140)).astype(np.float32),
+      "node_opcode": np.arange(nodes, dtype=np.uint8),
+      "edge_index": np.array([[i + 1, i] for i in range(nodes - 1)], np.int64),
+      "node_config_ids": np.array([1, 4], np.int64),
+      "node_config_feat": rng.integers(-1, 4, size=(configs, 2, 18)).astype(np.float32),
+      "config_runtime": np.arange(1, configs + 1, dtype=np.int64) * 7,
+      "node_splits": np.array([[0, 3, nodes]], np.int64),
+  }
+
+
+def write(tmp_path, arrays, split="train", kind="tile"):
+  folder = tmp_path / ("tile/xla" if kind == "tile" else "layout/xla/default") / split
+  folder.mkdir(parents=True, exist_ok=True)
+  path = folder / "g.npz"
+  np.savez(path, **arrays)
+  return path
+
+
+def assert_rejected(path, fragment):
+  with pytest.raises(graphs.GraphFileError) as caught:
+    npz.read_graph(path)
+  assert str(path) in str(caught.value)
+  assert fragment in str(caught.value), str(caught.value)
+
+
+def test_valid_files_load_with_canonical_dtypes(tmp_path):
+  arrays = tile_arrays()
+  arrays["node_opcode"] = arrays["node_opcode"].astype(np.int32)
+  arrays["edge_index"] = arrays["edge_index"].astype(np.int32)
+  graph = npz.read_graph(write(tmp_path, arrays))
+  assert isinstance(graph, graphs.TileGraph)
+  assert graph.node_opcode.dtype == np.uint8 and graph.edge_index.dtype == np.int64
+  assert graph.collection == "tile:xla" and graph.split == "train" and graph.graph_id == "g"
+  np.testing.assert_allclose(graph.runtimes(), np.array([2.0, 4.0, 6.0]))
+  layout = npz.read_graph(write(tmp_path, layout_arrays(), kind="layout"))
+  assert isinstance(layout, graphs.LayoutGraph) and layout.collection == "layout:xla:default"
+
+
+@pytest.mark.parametrize("key", ["node_feat", "edge_index", "config_runtime_normalizers"])
+def test_missing_key(tmp_path, key):
+  arrays = tile_arrays()
+  del arrays[key]
+  assert_rejected(write(tmp_path, arrays), f"missing key(s) '{key}'")
+
+
+def test_wrong_rank(tmp_path):
+  arrays = tile_arrays()
+  arrays["node_opcode"] = arrays["node_opcode"][:, None]
+  assert_rejected(write(tmp_path, arrays), "'node_opcode' has rank 2")
+
+
+def test_wrong_width(tmp_path):
+  arrays = tile_arrays()
+  arrays["node_feat"] = arrays["node_feat"][:, :139]
+  assert_rejected(write(tmp_path, arrays), "'node_feat' has width 139")
+  arrays = layout_arrays()
+  arrays["node_config_feat"] = arrays["node_config_feat"][..., :10]
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "'node_config_feat' has width 10")
+
+
+def test_edge_out_of_range(tmp_path):
+  arrays = tile_arrays()
+  arrays["edge_index"][2] = [3, 4]
+  assert_rejected(write(tmp_path, arrays), "'edge_index' row 2 = [3, 4] is out of range for 4 nodes")
+
+
+def test_configurable_node_out_of_range(tmp_path):
+  arrays = layout_arrays()
+  arrays["node_config_ids"][1] = 6
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "'node_config_ids' entry 1 = 6 is out of range")
+
+
+def test_config_counts_disagree(tmp_path):
+  arrays = tile_arrays()
+  arrays["config_runtime"] = arrays["config_runtime"][:2]
+  assert_rejected(write(tmp_path, arrays), "config counts disagree")
+  arrays = layout_arrays()
+  arrays["config_runtime"] = arrays["config_runtime"][:2]
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "config counts disagree")
+  arrays = layout_arrays()
+  arrays["node_config_ids"] = arrays["node_config_ids"][:1]
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "describes 2 configurable nodes")
+
+
+def test_negative_runtime_in_labelled_split_only(tmp_path):
+  arrays = tile_arrays()
+  arrays["config_runtime"][1] = -5
+  assert_rejected(write(tmp_path, arrays, split="valid"), "negative value -5 at config 1 in labelled split valid")
+  arrays = layout_arrays()
+  arrays["config_runtime"][:] = 0
+  assert npz.read_graph(write(tmp_path, arrays, split="test", kind="layout")).split == "test"
+
+
+def test_zero_configs(tmp_path):
+  assert_rejected(write(tmp_path, tile_arrays(configs=0)), "zero configs")
+  assert_rejected(write(tmp_path, layout_arrays(configs=0), kind="layout"), "zero configs")
+
+
+def test_non_finite_features(tmp_path):
+  arrays = tile_arrays()
+  arrays["config_feat"][0, 0] = np.nan
+  assert_rejected(write(tmp_path, arrays), "'config_feat' holds NaN")
+
+
+def test_truncated_and_non_zip_files(tmp_path):
+  path = write(tmp_path, tile_arrays(nodes=50))
+  data = path.read_bytes()
+  path.write_bytes(data[: len(data) // 2])
+  assert_rejected(path, "not a readable npz archive")
+  path.write_bytes(b"this is not a zip file at all")
+  assert_rejected(path, "not a readable npz archive")
+  assert_rejected(tmp_path / "absent.npz", "no such file")
+
+
+def test_unknown_collection_without_path_hint(tmp_path):
+  arrays = tile_arrays()
+  del arrays["config_feat"]
+  path = tmp_path / "loose.npz"
+  np.savez(path, **arrays)
+  assert_rejected(path, "cannot tell the collection")
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
