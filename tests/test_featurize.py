@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from tests import sample_data
+import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.hlo import featurize
