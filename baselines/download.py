@@ -6,7 +6,6 @@
 Interrupted runs continue where they stopped; finished archives are skipped on a rerun.
 """
 
-import pathlib
 import sys
 
 from absl import app
@@ -32,22 +31,27 @@ def main(argv):
   except ValueError as error:
     raise app.UsageError(str(error)) from None
   downloader = download.Downloader(_DEST.value, base_url=_BASE_URL.value, progress=sys.stderr)
-  if _LIST.value:
-    to_fetch = 0
-    for name in names:
-      installed = downloader.is_installed(name)
-      remote = downloader.describe(name)
-      to_fetch += 0 if installed else remote.size
-      print(f"{name:36s} {statistics.format_bytes(remote.size):>9s}  "
-            f"{'installed' if installed else 'to fetch':9s}  {remote.url}")
-    print(f"{statistics.format_bytes(to_fetch)} to fetch into {downloader.dest}")
-    return
   try:
+    if _LIST.value:
+      list_archives(downloader, names)
+      return
     for collection, split in wanted:
       downloader.install(collection, split)
   except download.DownloadError as error:
     sys.exit(f"download failed: {error}")
-  print(statistics.format_table(statistics.directory_statistics(pathlib.Path(downloader.dest) / "npz")))
+  print(statistics.format_table(statistics.directory_statistics(downloader.dest / "npz")))
+
+
+def list_archives(downloader: download.Downloader, names: list[str]) -> None:
+  """Prints each archive's size, whether it is installed, and how much remains to fetch."""
+  to_fetch = 0
+  for name in names:
+    installed = downloader.is_installed(name)
+    remote = downloader.describe(name)
+    to_fetch += 0 if installed else remote.size
+    print(f"{name:36s} {statistics.format_bytes(remote.size):>9s}  "
+          f"{'installed' if installed else 'to fetch':9s}  {remote.url}")
+  print(f"{statistics.format_bytes(to_fetch)} to fetch into {downloader.dest}")
 
 
 if __name__ == "__main__":
