@@ -134,5 +134,12 @@ def test_kernel_modules_wrap_each_fusion_in_its_own_module():
   np.testing.assert_array_equal(ours.edge_index, release.edge_index)
 
 
+def test_module_without_fusions_has_no_kernels():
+  tuning = featurize.read_hlo_file(sample_data.require_sample(TILE_PB))
+  copy_kernel = next(m for m in tuning.modules if m.module.name == "copy.24").module
+  with pytest.raises(featurize.HloInputError, match="'copy.24'.*no fusion"):
+    featurize.kernel_modules(copy_kernel)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

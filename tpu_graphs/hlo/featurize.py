@@ -263,53 +263,60 @@ def program_graph(module: hlo_pb2.HloModuleProto, graph_id: Optional[str] = None
   return graphs.validate_graph(source, graph_id or module.name, collection, UNLABELLED_SPLIT, arrays)
 
 
+def _called_computations(computations: dict, roots) -> list[int]:
+  """Ids of the computations `roots` call, transitively, each after every computation it calls."""
+  ordered: list[int] = []
+
+  def visit(computation_id: int) -> None:
+    if computation_id in ordered:
+      return
+    for instruction in computations[computation_id].instructions:
+      for callee in instruction.called_computation_ids:
+        visit(callee)
+    ordered.append(computation_id)
+
+  for computation_id in roots:
+    visit(computation_id)
+  return ordered
+
+
 def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProto]:
   """One module per fusion instruction of `module`, shaped like the release's kernel modules.
 
   Each holds the computations the fusion calls (transitively, callees first) and an entry
   computation named after the fusion: one parameter per distinct operand, and the fusion as root.
+
+  Raises:
+    HloInputError: the module has no fusion (e.g. it was not optimized).
   """
   computations = {c.id: c for c in module.computations}
-  fused = {cid for c in module.computations for i in c.instructions if i.opcode == "fusion"
-           for cid in i.called_computation_ids}
-  next_id = 1 + max(i.id for c in module.computations for i in c.instructions)
   instructions = {i.id: i for c in module.computations for i in c.instructions}
+  fusions = [(c, i) for c in module.computations for i in c.instructions if i.opcode == "fusion"]
+  # A fusion nested inside another fusion's computations belongs to that kernel.
+  fused = set(_called_computations(computations, [cid for _, i in fusions for cid in i.called_computation_ids]))
+  fusions = [fusion for computation, fusion in fusions if computation.id not in fused]
+  if not fusions:
+    raise HloInputError(f"HLO module {module.name!r}", "has no fusion instruction to make a kernel of")
+  next_id = 1 + max(instructions)
   kernels = []
-  for computation in module.computations:
-    if computation.id in fused:  # a fusion nested inside another fusion belongs to that kernel
-      continue
-    for fusion in computation.instructions:
-      if fusion.opcode != "fusion":
-        continue
-      kernel = hlo_pb2.HloModuleProto(name=fusion.name, entry_computation_name=fusion.name)
-      callees: list[int] = []
-
-      def visit(computation_id: int) -> None:
-        if computation_id in callees:
-          return
-        for inst in computations[computation_id].instructions:
-          for callee in inst.called_computation_ids:
-            visit(callee)
-        callees.append(computation_id)
-
-      for computation_id in fusion.called_computation_ids:
-        visit(computation_id)
-      kernel.computations.extend(computations[c] for c in callees)
-      entry = kernel.computations.add(name=fusion.name, id=next_id)
-      operand_ids = list(dict.fromkeys(fusion.operand_ids))
-      parameter_ids = {}
-      for number, operand_id in enumerate(operand_ids):
-        parameter = entry.instructions.add(
-            name=f"parameter.{number}", opcode="parameter", id=next_id + 1 + number, parameter_number=number)
-        parameter.shape.CopyFrom(instructions[operand_id].shape)
-        parameter_ids[operand_id] = parameter.id
-      root = entry.instructions.add()
-      root.CopyFrom(fusion)
-      del root.operand_ids[:]
-      root.operand_ids.extend(parameter_ids[o] for o in fusion.operand_ids)
-      entry.root_id = root.id
-      kernel.entry_computation_id = entry.id
-      kernels.append(kernel)
+  for fusion in fusions:
+    kernel = hlo_pb2.HloModuleProto(name=fusion.name, entry_computation_name=fusion.name)
+    called = _called_computations(computations, fusion.called_computation_ids)
+    kernel.computations.extend(computations[c] for c in called)
+    entry = kernel.computations.add(name=fusion.name, id=next_id)
+    parameter_ids = {}
+    for number, operand_id in enumerate(dict.fromkeys(fusion.operand_ids)):
+      parameter = entry.instructions.add(
+          name=f"parameter.{number}", opcode="parameter", id=next_id + 1 + number, parameter_number=number)
+      parameter.shape.CopyFrom(instructions[operand_id].shape)
+      parameter_ids[operand_id] = parameter.id
+    root = entry.instructions.add()
+    root.CopyFrom(fusion)
+    del root.operand_ids[:]
+    root.operand_ids.extend(parameter_ids[o] for o in fusion.operand_ids)
+    entry.root_id = root.id
+    kernel.entry_computation_id = entry.id
+    kernels.append(kernel)
   return kernels
 
 
@@ -332,15 +339,15 @@ def _looks_like_module(module) -> bool:
       i.opcode for c in module.computations for i in c.instructions)
 
 
-def _kind_of(parsed) -> bool:
+def _is_plausibly(parsed) -> bool:
   """Whether a successful parse is plausibly the message it was parsed as.
 
   Protobuf parsing accepts bytes of another message type whenever the wire types happen to
   agree, so the content decides: each kind must carry what its producer always writes.
   """
   if isinstance(parsed, tuning_pb2.TuningData):
-    return bool(parsed.modules) and all(
-        _looks_like_module(m.module) and m.runs and all(r.WhichOneof("config") == "op_config" for r in m.runs)
+    return any(m.runs for m in parsed.modules) and all(
+        _looks_like_module(m.module) and all(r.WhichOneof("config") == "op_config" for r in m.runs)
         for m in parsed.modules)
   if isinstance(parsed, tuning_pb2.ModuleTuningData):
     return (_looks_like_module(parsed.module) and bool(parsed.config_index_to_node) and bool(parsed.runs)
@@ -361,7 +368,7 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
       parsed = kind.FromString(data)
     except protobuf_message.DecodeError:
       continue
-    if _kind_of(parsed):
+    if _is_plausibly(parsed):
       return parsed
   raise HloInputError(source, "not a serialized ModuleTuningData, TuningData or HloModuleProto "
                       "(not a protocol buffer, truncated, or missing computations / runs)")
@@ -378,9 +385,12 @@ def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
 
 
 def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> list[graphs.Graph]:
-  """The graphs in a .pb file: a layout graph from a ModuleTuningData, one tile graph per kernel
-  from a TuningData, and from a bare HloModuleProto either the unlabelled program graph or, with
-  `kernels` (for an optimized module), one unlabelled tile graph per fusion."""
+  """The graphs in a .pb file, whatever it holds.
+
+  A ModuleTuningData gives one layout graph, a TuningData one tile graph per kernel, a bare
+  HloModuleProto the unlabelled program graph or, with `kernels` (for an optimized module), one
+  unlabelled tile graph per fusion.
+  """
   proto = read_hlo_file(path)
   if isinstance(proto, tuning_pb2.ModuleTuningData):
     return [layout_graph(proto, source=str(path))]
