@@ -13,12 +13,15 @@ from absl import flags
 
 from tpu_graphs.data import convert
 from tpu_graphs.data import graphs
+from tpu_graphs.data import records
 from tpu_graphs import programs
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", None, "A TpuGraphs npz tree (e.g. .../npz).")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "out/records", "Where the records go.")
 _CONFIGS_PER_CHUNK = flags.DEFINE_integer(
-    "configs_per_chunk", convert.DEFAULT_CONFIGS_PER_CHUNK, "Configs per config-chunk record.")
+    "configs_per_chunk", records.DEFAULT_CONFIGS_PER_CHUNK, "Most configs per config-chunk record.")
+_CHUNK_KB = flags.DEFINE_integer("chunk_kb", records.DEFAULT_CHUNK_BYTES >> 10,
+                                 "Most kilobytes of config features per config-chunk record.")
 _SHARD_MB = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20,
                                  "Target npz megabytes per shard.")
 
@@ -47,7 +50,7 @@ def main(argv):
     sys.exit(f"convert: input directory {input_dir} not found; pass --input_dir=<a TpuGraphs npz tree>")
   try:
     summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, _CONFIGS_PER_CHUNK.value,
-                                        _SHARD_MB.value << 20)
+                                        _CHUNK_KB.value << 10, _SHARD_MB.value << 20)
   except graphs.GraphFileError as error:
     sys.exit(f"convert: invalid input file {error}")
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already "

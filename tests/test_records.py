@@ -21,7 +21,7 @@ def test_round_trip_is_exact_on_real_files(path):
   kind = graphs.collection_kind(graph.collection)
   structure, chunks = records.graph_records(graph, configs_per_chunk=128)
   chunks = list(chunks)
-  assert len(chunks) == -(-graph.num_configs // 128)
+  assert len(chunks) == -(-graph.num_configs // records.chunk_configs(graph, 128))
   rebuilt = records.graph_from_records(kind, structure, chunks, split=graph.split)
   raw = np.load(path)
   for name, value in graphs.graph_arrays(rebuilt).items():
@@ -55,6 +55,17 @@ def test_joined_layout_graph_links_each_config_node_to_its_op():
   feeds = joined.edge_sets["feeds"].adjacency
   np.testing.assert_array_equal(feeds.source.numpy(), graph.edge_index[:, 1])
   np.testing.assert_array_equal(joined.node_sets["node_split"]["offset"].numpy(), graph.node_splits[0])
+
+
+def test_chunks_are_bounded_in_configs_and_bytes():
+  path = sample_data.require_sample("npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")
+  graph = npz.read_graph(path, stream_configs=True)  # 848 configurable nodes: 61,056 bytes a config
+  assert records.chunk_configs(graph, 1000, 4 << 20) == 68
+  assert records.chunk_configs(graph, 50, 4 << 20) == 50
+  assert records.chunk_configs(graph, 1000, 10) == 1
+  structure, chunks = records.graph_records(graph, 1000, 4 << 20)
+  structure_tensor = records.parse("layout", tf.constant(structure))
+  assert int(structure_tensor.context["num_chunks"][0]) == 15 == len(list(chunks))
 
 
 def test_serialization_is_deterministic():

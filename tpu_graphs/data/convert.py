@@ -29,7 +29,6 @@ from tpu_graphs.data import graphs, npz, records
 
 FORMAT_VERSION = 1
 RECORD_COMPRESSION = "GZIP"
-DEFAULT_CONFIGS_PER_CHUNK = 1000
 DEFAULT_SHARD_BYTES = 64 << 20
 
 
@@ -88,7 +87,7 @@ def _shard_name(kind: str, index: int, count: int, suffix: str) -> str:
 
 
 def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int, count: int,
-                 configs_per_chunk: int, sources: list[dict], on_graph: Callable[[], None]) -> dict:
+                 settings: dict, sources: list[dict], on_graph: Callable[[], None]) -> dict:
   """Writes one shard's two record files, then its json; returns the json's content."""
   options = tf.io.TFRecordOptions(compression_type=RECORD_COMPRESSION)
   structure_path = shard_dir / _shard_name("structure", index, count, ".tfrecord.gz")
@@ -99,7 +98,7 @@ def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int,
       tf.io.TFRecordWriter(str(configs_tmp), options) as configs_writer:
     for path, source in zip(files, sources):
       graph = npz.read_graph(path, collection=group.collection, split=group.split, stream_configs=True)
-      structure, chunks = records.graph_records(graph, configs_per_chunk)
+      structure, chunks = records.graph_records(graph, **settings)
       digest = hashlib.sha256(structure)
       structure_writer.write(structure)
       num_chunks = 0
@@ -115,7 +114,7 @@ def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int,
       on_graph()
   shard = {
       "format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
-      "configs_per_chunk": configs_per_chunk, "compression": RECORD_COMPRESSION,
+      "settings": settings, "compression": RECORD_COMPRESSION,
       "structure_file": structure_path.name, "configs_file": configs_path.name,
       "structure_sha256": file_sha256(structure_path), "configs_sha256": file_sha256(configs_path),
       "graphs": entries,
@@ -129,7 +128,7 @@ def _write_json(path: pathlib.Path, content) -> None:
     temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-def _finished_shard(json_path: pathlib.Path, configs_per_chunk: int, sources: list[dict]) -> Optional[dict]:
+def _finished_shard(json_path: pathlib.Path, settings: dict, sources: list[dict]) -> Optional[dict]:
   """The shard's json if it was completed from the same sources and settings, else None."""
   try:
     shard = json.loads(json_path.read_text())
@@ -138,7 +137,7 @@ def _finished_shard(json_path: pathlib.Path, configs_per_chunk: int, sources: li
   same_sources = [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] == \
       [(s["name"], s["sha256"]) for s in sources]
   files_present = all((json_path.parent / shard[k]).exists() for k in ("structure_file", "configs_file"))
-  if shard.get("format_version") == FORMAT_VERSION and shard.get("configs_per_chunk") == configs_per_chunk \
+  if shard.get("format_version") == FORMAT_VERSION and shard.get("settings") == settings \
       and same_sources and files_present:
     return shard
   return None
@@ -152,14 +151,16 @@ class ConversionSummary:
   graphs_skipped: int
 
 
-def convert_directory(input_dir, output_dir, configs_per_chunk: int = DEFAULT_CONFIGS_PER_CHUNK,
-                      shard_bytes: int = DEFAULT_SHARD_BYTES, progress: bool = True) -> ConversionSummary:
+def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK,
+                      chunk_bytes: int = records.DEFAULT_CHUNK_BYTES, shard_bytes: int = DEFAULT_SHARD_BYTES,
+                      progress: bool = True) -> ConversionSummary:
   """Converts every npz file below input_dir into sharded GraphTensor records under output_dir.
 
   Raises GraphFileError for the first invalid input file, before or while writing its shard;
   shards finished before it stay valid and are skipped by the next run.
   """
   input_dir, output_dir = pathlib.Path(input_dir), pathlib.Path(output_dir)
+  settings = {"configs_per_chunk": configs_per_chunk, "chunk_bytes": chunk_bytes}
   groups = find_source_groups(input_dir)
   total = sum(len(g.files) for g in groups)
   bar = tf.keras.utils.Progbar(total, unit_name="graph", verbose=1 if progress else 0) if total else None
@@ -181,17 +182,17 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = DEFAULT_CO
     for index, files in enumerate(planned):
       sources = [{"name": str(p.relative_to(input_dir)), "sha256": file_sha256(p)} for p in files]
       json_path = shard_dir / _shard_name("shard", index, len(planned), ".json")
-      shard = _finished_shard(json_path, configs_per_chunk, sources)
+      shard = _finished_shard(json_path, settings, sources)
       if shard is not None:
         skipped += len(files)
         done += len(files)
         bar.update(done)
       else:
-        shard = _write_shard(group, files, shard_dir, index, len(planned), configs_per_chunk, sources, advance)
+        shard = _write_shard(group, files, shard_dir, index, len(planned), settings, sources, advance)
         written += len(files)
       shards.append(shard)
     manifest = {"format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
-                "configs_per_chunk": configs_per_chunk, "compression": RECORD_COMPRESSION, "shards": shards}
+                "settings": settings, "compression": RECORD_COMPRESSION, "shards": shards}
     _write_json(shard_dir / "manifest.json", manifest)
     summaries.append({
         "collection": group.collection, "split": group.split, "graphs": len(group.files),

@@ -31,17 +31,12 @@ def read_manifest(records_dir) -> dict:
     raise FileNotFoundError(f"{path}: no manifest; convert the npz files first (baselines/convert.py)") from None
 
 
-def _chunk_count(num_configs: tf.Tensor, configs_per_chunk: int) -> tf.Tensor:
-  return (num_configs + configs_per_chunk - 1) // configs_per_chunk
-
-
-def _shard_dataset(kind: str, structure_file: str, configs_file: str, configs_per_chunk: int) -> tf.data.Dataset:
+def _shard_dataset(kind: str, structure_file: str, configs_file: str) -> tf.data.Dataset:
   """(structure, chunk) GraphTensor pairs of one shard, in order."""
   parse = lambda serialized: records.parse(kind, serialized)
   structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse)
   structures = structures.flat_map(
-      lambda g: tf.data.Dataset.from_tensors(g).repeat(
-          _chunk_count(g.context["num_configs"][0], configs_per_chunk)))
+      lambda g: tf.data.Dataset.from_tensors(g).repeat(g.context["num_chunks"][0]))
   chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse)
   return tf.data.Dataset.zip((structures, chunks))
 
@@ -54,7 +49,7 @@ def _pairs(records_dir, shuffle_seed: Optional[int] = None) -> tuple[str, tf.dat
   if shuffle_seed is not None:
     order = tf.random.experimental.stateless_shuffle(tf.range(len(shards)), seed=[shuffle_seed, 0]).numpy()
     shards = [shards[i] for i in order]
-  datasets = [_shard_dataset(kind, s, c, manifest["configs_per_chunk"]) for s, c in shards]
+  datasets = [_shard_dataset(kind, s, c) for s, c in shards]
   pairs = datasets[0]
   for dataset in datasets[1:]:
     pairs = pairs.concatenate(dataset)

@@ -4,8 +4,9 @@ One schema per collection (`data/schemas/{tile,layout}.pbtxt`) describes the Gra
 models consume: op nodes with data flow, plus a chunk of configs. On disk a graph becomes
 
 * one *structure* record: the GraphTensor with every op node and edge, and no configs;
-* one *chunk* record per `configs_per_chunk` configs: the GraphTensor with those configs and no
-  op nodes (for layout, `node_config` nodes and their `belongs_to` edges).
+* one *chunk* record per `chunk_configs(...)` configs (at most `configs_per_chunk`, and at most
+  `chunk_bytes` of config features): the GraphTensor with those configs and no op nodes (for
+  layout, `node_config` nodes and their `belongs_to` edges).
 
 Both are valid GraphTensors of the same schema, so `tfgnn.parse_example` reads either; `join`
 puts a structure and a chunk back together (inside tf.data) and adds the layout `configures`
@@ -31,6 +32,9 @@ STRUCTURE_NODE_SETS = {"tile": ("op",), "layout": ("op", "node_split")}
 STRUCTURE_EDGE_SETS = {"tile": ("feeds",), "layout": ("feeds",)}
 CONFIG_NODE_SETS = {"tile": ("config",), "layout": ("config", "node_config")}
 CONFIG_EDGE_SETS = {"tile": (), "layout": ("belongs_to", "configures")}
+DEFAULT_CONFIGS_PER_CHUNK = 1000
+# Bounds the memory of writing and reading one chunk: a 848-node nlp graph gets 68 configs/chunk.
+DEFAULT_CHUNK_BYTES = 4 << 20
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,11 +52,20 @@ def graph_spec(kind: str) -> tfgnn.GraphTensorSpec:
   return tfgnn.create_graph_spec_from_schema_pb(read_schema(kind))
 
 
-def _context(graph: graphs.Graph) -> tfgnn.Context:
+def chunk_configs(graph: graphs.Graph, configs_per_chunk: int = DEFAULT_CONFIGS_PER_CHUNK,
+                  chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
+  """Configs per chunk record for this graph: as many as fit both limits, at least one."""
+  features = graph.config_feat if isinstance(graph, graphs.TileGraph) else graph.node_config_feat
+  bytes_per_config = 4 * int(np.prod(features.shape[1:]))
+  return max(1, min(configs_per_chunk, chunk_bytes // bytes_per_config))
+
+
+def _context(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.Context:
   features = {
       "graph_id": tf.constant([graph.graph_id]),
       "collection": tf.constant([graph.collection]),
       "num_configs": tf.constant([graph.num_configs], tf.int64),
+      "num_chunks": tf.constant([-(-graph.num_configs // configs_in_chunk)], tf.int64),
   }
   return tfgnn.Context.from_fields(features=features, sizes=tf.constant([1]))
 
@@ -82,8 +95,11 @@ def _empty_pieces(kind: str, node_set_names, edge_set_names) -> tuple[dict, dict
   return node_sets, edge_sets
 
 
-def structure_graph_tensor(graph: graphs.Graph) -> tfgnn.GraphTensor:
-  """The graph's ops and data flow with no configs: (n ops, m feeds edges)."""
+def structure_graph_tensor(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.GraphTensor:
+  """The graph's ops and data flow with no configs: (n ops, m feeds edges).
+
+  `configs_in_chunk` (see chunk_configs) only sets the context's num_chunks.
+  """
   kind = "tile" if isinstance(graph, graphs.TileGraph) else "layout"
   node_sets, edge_sets = _empty_pieces(kind, CONFIG_NODE_SETS[kind], CONFIG_EDGE_SETS[kind])
   op_features = {"feat": tf.constant(graph.node_feat), "opcode": tf.constant(graph.node_opcode, tf.int64)}
@@ -95,16 +111,18 @@ def structure_graph_tensor(graph: graphs.Graph) -> tfgnn.GraphTensor:
   node_sets["op"] = _node_set(graph.node_feat.shape[0], op_features)
   edge_sets["feeds"] = _edge_set("op", "op", graph.edge_index[:, 1], graph.edge_index[:, 0])
   return tfgnn.GraphTensor.from_pieces(
-      context=_context(graph), node_sets=node_sets, edge_sets=edge_sets)
+      context=_context(graph, configs_in_chunk), node_sets=node_sets, edge_sets=edge_sets)
 
 
-def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: np.ndarray) -> tfgnn.GraphTensor:
+def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: np.ndarray,
+                              configs_in_chunk: int) -> tfgnn.GraphTensor:
   """Configs start .. start + k of the graph with no ops.
 
   Args:
     graph: the source graph; its config-feature array is not read (it may be streamed).
     start: index of the chunk's first config.
     config_features: the chunk's rows of `config_feat` (k, 24) or `node_config_feat` (k, nc, 18).
+    configs_in_chunk: the graph's chunk size (see chunk_configs); k is less in the last chunk.
   """
   count = config_features.shape[0]
   indices = np.arange(start, start + count, dtype=np.int64)
@@ -124,7 +142,7 @@ def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: 
     edge_sets["configures"] = _edge_set("node_config", "op", [], [])
   node_sets["config"] = _node_set(count, config_features_dict)
   return tfgnn.GraphTensor.from_pieces(
-      context=_context(graph), node_sets=node_sets, edge_sets=edge_sets)
+      context=_context(graph, configs_in_chunk), node_sets=node_sets, edge_sets=edge_sets)
 
 
 def serialize(graph_tensor: tfgnn.GraphTensor) -> bytes:
@@ -175,11 +193,13 @@ def config_chunks(graph: graphs.Graph, configs_per_chunk: int) -> Iterable[tuple
       yield start, features[start:start + configs_per_chunk]
 
 
-def graph_records(graph: graphs.Graph, configs_per_chunk: int) -> tuple[bytes, Iterable[bytes]]:
+def graph_records(graph: graphs.Graph, configs_per_chunk: int = DEFAULT_CONFIGS_PER_CHUNK,
+                  chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> tuple[bytes, Iterable[bytes]]:
   """The structure record and a lazy iterator of chunk records for one graph."""
-  structure = serialize(structure_graph_tensor(graph))
-  chunks = (serialize(config_chunk_graph_tensor(graph, start, rows))
-            for start, rows in config_chunks(graph, configs_per_chunk))
+  configs_in_chunk = chunk_configs(graph, configs_per_chunk, chunk_bytes)
+  structure = serialize(structure_graph_tensor(graph, configs_in_chunk))
+  chunks = (serialize(config_chunk_graph_tensor(graph, start, rows, configs_in_chunk))
+            for start, rows in config_chunks(graph, configs_in_chunk))
   return structure, chunks
 
 
