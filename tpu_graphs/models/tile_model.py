@@ -1,0 +1,105 @@
+"""Tile models: one score per config of a batch of fused kernels (lower score = predicted faster).
+
+Input: a GraphTensor of the tile schema (data/schemas/tile.pbtxt) with b components (graphs
+merged from a batch), op nodes (n), `feeds` edges and config nodes (c, 24 features each).
+Output: scores (c,) float32, aligned with the config node set.
+
+Two ways to bring the config in, as in the TpuGraphs paper's baselines:
+* late join: the GNN embeds the kernel once, (b, d); each config's features are combined with
+  its kernel's embedding only in the final MLP. Cheap: message passing is independent of c.
+* early join: every op state is concatenated with each config of its kernel before message
+  passing, so op states are (n, k, d) with k the most configs of any kernel in the batch.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.models import gnn
+
+JOINS = ("late", "early")
+
+
+def _config_lists(graph: tfgnn.GraphTensor, values: tf.Tensor) -> tf.Tensor:
+  """Per-config values (c, ...) -> per-graph lists (b, k, ...), zero-padded to the longest."""
+  return tf.RaggedTensor.from_row_lengths(values, graph.node_sets["config"].sizes).to_tensor()
+
+
+def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
+  """(c, 2) [graph, position in its list] of every config node."""
+  sizes = graph.node_sets["config"].sizes
+  graph_ids = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
+  starts = tf.cumsum(sizes, exclusive=True)
+  positions = tf.range(tf.reduce_sum(sizes)) - tf.gather(starts, graph_ids)
+  return tf.stack([graph_ids, positions], axis=1)
+
+
+class TileEncoder(tf.keras.layers.Layer):
+  """Sets op hidden states: (n, d) for late join, (n, k, d) for early join; config states (c, d)."""
+
+  def __init__(self, join: str, units: int, **kwargs):
+    super().__init__(**kwargs)
+    if join not in JOINS:
+      raise ValueError(f"unknown config join {join!r}; known: {JOINS}")
+    self.join, self.units = join, units
+    self._ops = gnn.OpEncoder(units)
+    self._configs = tf.keras.layers.Dense(units, activation="relu")
+    self._joined = tf.keras.layers.Dense(units, activation="relu")
+
+  def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+    op_states = self._ops(graph)
+    config_states = self._configs(gnn.log_scaled(graph.node_sets["config"]["feat"]))
+    if self.join == "early":
+      per_graph = _config_lists(graph, config_states)  # (b, k, d)
+      per_op = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=per_graph)  # (n, k, d)
+      repeated_ops = tf.repeat(op_states[:, tf.newaxis, :], tf.shape(per_graph)[1], axis=1)
+      op_states = self._joined(tf.concat([repeated_ops, per_op], axis=-1))
+    return graph.replace_features(node_sets={
+        "op": {tfgnn.HIDDEN_STATE: op_states},
+        "config": {**graph.node_sets["config"].features, tfgnn.HIDDEN_STATE: config_states}})
+
+  def get_config(self):
+    return {**super().get_config(), "join": self.join, "units": self.units}
+
+
+class TileReadout(tf.keras.layers.Layer):
+  """Mean-pools op states per graph and scores each config: (c,) scores."""
+
+  def __init__(self, join: str, units: int, **kwargs):
+    super().__init__(**kwargs)
+    self.join, self.units = join, units
+    self._hidden = tf.keras.layers.Dense(units, activation="relu")
+    self._score = tf.keras.layers.Dense(1)
+
+  def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
+    pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_name=tfgnn.HIDDEN_STATE)
+    if self.join == "early":  # pooled (b, k, d): one embedding per graph and config already
+      per_list = tf.squeeze(self._score(self._hidden(pooled)), -1)  # (b, k)
+      return tf.gather_nd(per_list, _list_positions(graph))
+    per_config = tfgnn.broadcast_context_to_nodes(graph, "config", feature_value=pooled)  # (c, d)
+    joined = tf.concat([per_config, graph.node_sets["config"][tfgnn.HIDDEN_STATE]], axis=-1)
+    return tf.squeeze(self._score(self._hidden(joined)), -1)
+
+  def get_config(self):
+    return {**super().get_config(), "join": self.join, "units": self.units}
+
+
+def build_tile_model(graph_spec: tfgnn.GraphTensorSpec, join: str = "late", backbone: str = "sage",
+                     units: int = 64, num_layers: int = 3) -> tf.keras.Model:
+  """Keras model: tile GraphTensor (merged components) -> (c,) config scores, lower = faster.
+
+  Args:
+    graph_spec: spec of the input, e.g. a merged batch of `records.graph_spec("tile")`.
+    join: "late" or "early" (see the module docstring).
+    backbone: "sage" or "residual_gcn" (see `gnn.message_passing_update`).
+    units: width d of every hidden state.
+    num_layers: rounds of message passing.
+  """
+  inputs = tf.keras.layers.Input(type_spec=graph_spec)
+  graph = gnn.AddReversedEdges()(inputs)
+  graph = TileEncoder(join, units)(graph)
+  for _ in range(num_layers):
+    graph = gnn.message_passing_update(backbone, units)(graph)
+  scores = TileReadout(join, units)(graph)
+  return tf.keras.Model(inputs, scores, name=f"tile_{join}_{backbone}")

@@ -1,0 +1,54 @@
+"""Ranking losses from TF-Ranking, mixed by weight from a spec such as "listmle:1,mse:0.02".
+
+Inputs of every loss, one row per graph (list), k = list size:
+  labels (b, k): relevance, higher = faster; -1 marks a padded slot (TF-Ranking's mask).
+  predictions (b, k): ranking logits, higher = faster (the negated model scores).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_ranking as tfr
+
+RANKING_LOSSES = {
+    "listmle": tfr.keras.losses.ListMLELoss,
+    "pairwise_hinge": tfr.keras.losses.PairwiseHingeLoss,
+    "mse": tfr.keras.losses.MeanSquaredLoss,
+}
+
+
+def parse_loss_spec(spec: str) -> dict[str, float]:
+  """{"listmle": 1.0, "mse": 0.02} from "listmle:1,mse:0.02"; a bare name has weight 1."""
+  weights = {}
+  for part in spec.split(","):
+    name, _, weight = part.strip().partition(":")
+    if name not in RANKING_LOSSES:
+      raise ValueError(f"unknown ranking loss {name!r} in {spec!r}; known: {sorted(RANKING_LOSSES)}")
+    try:
+      weights[name] = float(weight) if weight else 1.0
+    except ValueError:
+      raise ValueError(f"loss weight {weight!r} of {name!r} in {spec!r} is not a number") from None
+  return weights
+
+
+class WeightedRankingLoss(tf.keras.losses.Loss):
+  """Sum of weighted TF-Ranking losses, one value per list (reduced by Keras over lists).
+
+  Each TF-Ranking loss runs unreduced and is summed over its list, so padded lists and slots
+  (label -1) contribute nothing and the mix behaves the same under any distribution strategy.
+  """
+
+  def __init__(self, spec: str = "listmle:1", name: str = "ranking_loss"):
+    super().__init__(name=name)
+    self.spec = spec
+    self._weighted = [(RANKING_LOSSES[loss](reduction=tf.keras.losses.Reduction.NONE), weight)
+                      for loss, weight in parse_loss_spec(spec).items()]
+
+  def call(self, labels, predictions):
+    """(b, k) labels and predictions -> (b,) loss per list."""
+    per_list = [weight * tf.reduce_sum(tf.reshape(loss(labels, predictions), [tf.shape(labels)[0], -1]), axis=1)
+                for loss, weight in self._weighted]
+    return tf.add_n(per_list)
+
+  def get_config(self):
+    return {"spec": self.spec, "name": self.name}

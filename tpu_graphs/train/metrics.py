@@ -1,0 +1,120 @@
+"""Ranking quality of predicted config scores against measured runtimes, per graph, in numpy.
+
+Convention shared by every task: a *score* ranks configs, lower = predicted faster. All functions
+take one graph's arrays: `runtimes` (c,) measured (normalized) runtimes and `scores` (c,).
+
+* `top_k_slowdown`: how much slower the best of the k configs ranked first is than the best
+  config overall, `min(runtimes[top k by score]) / min(runtimes) - 1` (the paper's top-K error).
+* `tile_score`: the Kaggle tile metric of one kernel, `1 - top_k_slowdown(k=5)`.
+* `ordered_pair_accuracy` (OPA): of the pairs with different runtimes, the fraction whose scores
+  order them the same way (strictly).
+* `kendall_tau`: Kendall's tau-b between scores and runtimes, O(c log^2 c) so it works for layout
+  graphs with 10^5 configs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _check(runtimes, scores) -> tuple[np.ndarray, np.ndarray]:
+  runtimes, scores = np.asarray(runtimes, np.float64), np.asarray(scores, np.float64)
+  if runtimes.ndim != 1 or runtimes.shape != scores.shape or runtimes.size == 0:
+    raise ValueError(f"expected runtimes and scores of the same shape (c,), c > 0; got "
+                     f"{runtimes.shape} and {scores.shape}")
+  return runtimes, scores
+
+
+def top_k_indices(scores, k: int) -> np.ndarray:
+  """Indices of the k lowest scores (predicted fastest), best first; ties keep index order."""
+  return np.argsort(np.asarray(scores), kind="stable")[:k]
+
+
+def top_k_slowdown(runtimes, scores, k: int) -> float:
+  """min(runtime of the k best-scored configs) / min(runtime) - 1; 0 when the best is among them."""
+  runtimes, scores = _check(runtimes, scores)
+  best = runtimes.min()
+  if best <= 0:
+    raise ValueError("top-k slowdown needs positive runtimes (test-split graphs have none)")
+  return float(runtimes[top_k_indices(scores, k)].min() / best - 1.0)
+
+
+def tile_score(runtimes, scores) -> float:
+  """Kaggle tile:xla score of one kernel: 1 - top-5 slowdown (1 is perfect)."""
+  return 1.0 - top_k_slowdown(runtimes, scores, 5)
+
+
+def _tie_pairs(values: np.ndarray) -> int:
+  """Number of pairs with equal values."""
+  _, counts = np.unique(values, return_counts=True)
+  return int((counts * (counts - 1) // 2).sum())
+
+
+def _count_inversions(sequence: np.ndarray) -> int:
+  """Pairs i < j with sequence[i] > sequence[j] (strictly), by a bottom-up vectorized merge sort.
+
+  `sequence` holds non-negative integers below len(sequence) (dense ranks).
+  """
+  n = sequence.size
+  values = sequence.astype(np.int64)
+  inversions = 0
+  width = 1
+  while width < n:
+    # Blocks of `width` are sorted; count inversions between each left block and its right
+    # neighbour, then merge them. Offsetting each pair of blocks by pair * n keeps one global
+    # sorted array in which searchsorted stays inside its own block.
+    positions = np.arange(n)
+    pair = positions // (2 * width)
+    is_left = (positions % (2 * width)) < width
+    shifted = values + pair * n
+    left = shifted[is_left]  # sorted overall: blocks sorted, offsets increasing
+    right = shifted[~is_left]
+    left_end = np.searchsorted(left, (pair[~is_left] + 1) * n, side="left")
+    not_greater = np.searchsorted(left, right, side="right")
+    inversions += int((left_end - not_greater).sum())
+    values = np.sort(shifted) - pair * n  # merged; np.sort keeps pair order thanks to offsets
+    width *= 2
+  return inversions
+
+
+def _pair_counts(runtimes: np.ndarray, scores: np.ndarray) -> tuple[int, int, int, int, int]:
+  """(all pairs, pairs tied in runtime, pairs tied in score, concordant pairs, discordant pairs)."""
+  n = runtimes.size
+  order = np.lexsort((runtimes, scores))  # by score, ties by runtime: tied scores add no inversion
+  dense_runtime_ranks = np.unique(runtimes, return_inverse=True)[1]
+  discordant = _count_inversions(dense_runtime_ranks[order])
+  all_pairs = n * (n - 1) // 2
+  runtime_ties, score_ties = _tie_pairs(runtimes), _tie_pairs(scores)
+  joint_ties = _tie_pairs(runtimes + 1j * scores)
+  concordant = all_pairs - runtime_ties - score_ties + joint_ties - discordant
+  return all_pairs, runtime_ties, score_ties, concordant, discordant
+
+
+def ordered_pair_accuracy(runtimes, scores) -> float:
+  """Fraction of the pairs with different runtimes that scores order strictly the same way.
+
+  Pairs tied in score count as wrong; 1.0 when no pair has different runtimes.
+  """
+  runtimes, scores = _check(runtimes, scores)
+  all_pairs, runtime_ties, _, concordant, _ = _pair_counts(runtimes, scores)
+  comparable = all_pairs - runtime_ties
+  return 1.0 if comparable == 0 else concordant / comparable
+
+
+def kendall_tau(runtimes, scores) -> float:
+  """Kendall's tau-b of scores against runtimes, in [-1, 1]; 0 when either is constant."""
+  runtimes, scores = _check(runtimes, scores)
+  all_pairs, runtime_ties, score_ties, concordant, discordant = _pair_counts(runtimes, scores)
+  denominator = np.sqrt(float(all_pairs - runtime_ties) * float(all_pairs - score_ties))
+  return 0.0 if denominator == 0 else float((concordant - discordant) / denominator)
+
+
+def tile_metrics(runtimes, scores) -> dict[str, float]:
+  """Every tile metric of one kernel: top-1/5/10 slowdown, tile score, OPA."""
+  return {
+      "top1_slowdown": top_k_slowdown(runtimes, scores, 1),
+      "top5_slowdown": top_k_slowdown(runtimes, scores, 5),
+      "top10_slowdown": top_k_slowdown(runtimes, scores, 10),
+      "tile_score": tile_score(runtimes, scores),
+      "opa": ordered_pair_accuracy(runtimes, scores),
+  }

@@ -1,0 +1,22 @@
+"""Padding of merged graph batches to fixed total sizes, for strategies that need static shapes.
+
+TPUs compile one program per input shape, so every batch must have the same number of
+components, nodes and edges. TF-GNN finds the tightest totals that fit every batch of a
+dataset and pads each batch with one extra component holding the filler nodes and edges
+(its configs have runtime 0, which tasks mask out of the labels).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+
+def size_constraints(graphs: tf.data.Dataset, batch_size: int) -> tfgnn.SizeConstraints:
+  """Totals that fit any `batch_size` scalar GraphTensors of `graphs` (reads the whole dataset)."""
+  return tfgnn.find_tight_size_constraints(graphs, target_batch_size=batch_size)
+
+
+def pad_batches(batches: tf.data.Dataset, constraints: tfgnn.SizeConstraints) -> tf.data.Dataset:
+  """Pads each merged GraphTensor to `constraints`; the padding component comes last."""
+  return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, constraints)[0])

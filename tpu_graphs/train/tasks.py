@@ -1,0 +1,73 @@
+"""Tasks: what a collection trains on and how it is judged; one trainer serves every task.
+
+A task turns a batch of graphs (a GraphTensor of b merged components, each with a list of
+configs) into ranking lists: labels (b, k) and, from the model's per-config scores (c,), logits
+(b, k) for the TF-Ranking losses. It also names the runtimes to rank and the per-graph metrics.
+
+Sign convention: models output scores, lower = predicted faster; ranking logits are -scores and
+labels (relevance) are higher for faster configs: log(slowest runtime in the list) - log(runtime).
+Slots beyond a graph's configs, and configs without a measured runtime, get label -1 (masked).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.train import losses, metrics
+
+
+def _lists(graph: tfgnn.GraphTensor, values: tf.Tensor, list_size: int, padding: float) -> tf.Tensor:
+  """Per-config values (c,) -> (b, list_size) lists in config-node order, padded with `padding`."""
+  ragged = tf.RaggedTensor.from_row_lengths(values, graph.node_sets["config"].sizes)
+  return ragged.to_tensor(default_value=padding, shape=[None, list_size])
+
+
+class Task(abc.ABC):
+  """One collection's ranking problem. Subclasses define runtimes, metrics and submissions."""
+
+  kind: str  # record kind read from the schema: "tile" or "layout"
+  primary_metric: str  # key of `graph_metrics`, higher is better: early stopping, best model
+  submission_length: Optional[int]  # configs per prediction row, best first; None for all
+
+  @abc.abstractmethod
+  def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
+    """(c,) float32 runtimes to rank, from the `config` node set; <= 0 where unmeasured."""
+
+  @abc.abstractmethod
+  def graph_metrics(self, runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """Metrics of one whole graph from all its (c,) runtimes and scores."""
+
+  def labels(self, graph: tfgnn.GraphTensor, list_size: int) -> tf.Tensor:
+    """(b, list_size) relevance: log(max runtime of the list) - log(runtime); -1 = masked."""
+    runtimes = _lists(graph, self.config_runtimes(graph.node_sets["config"]), list_size, 0.0)
+    measured = runtimes > 0
+    log_runtimes = tf.math.log(tf.where(measured, runtimes, 1.0))
+    slowest = tf.reduce_max(tf.where(measured, log_runtimes, -np.inf), axis=1, keepdims=True)
+    return tf.where(measured, slowest - log_runtimes, -1.0)
+
+  def ranking_logits(self, graph: tfgnn.GraphTensor, scores: tf.Tensor, list_size: int) -> tf.Tensor:
+    """(b, list_size) logits for TF-Ranking (higher = faster) from (c,) scores (lower = faster)."""
+    return _lists(graph, -scores, list_size, 0.0)
+
+  def loss(self, spec: str) -> losses.WeightedRankingLoss:
+    """The ranking loss mix named by `spec`, e.g. "listmle:1,mse:0.02"."""
+    return losses.WeightedRankingLoss(spec)
+
+
+class TileTask(Task):
+  """tile:xla: rank runtime / normalizer; judged by the Kaggle tile score (1 - top-5 slowdown)."""
+
+  kind = "tile"
+  primary_metric = "tile_score"
+  submission_length = 5
+
+  def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
+    return tf.cast(configs["runtime"], tf.float32) / tf.cast(tf.maximum(configs["normalizer"], 1), tf.float32)
+
+  def graph_metrics(self, runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    return metrics.tile_metrics(runtimes, scores)

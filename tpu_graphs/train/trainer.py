@@ -1,0 +1,270 @@
+"""One trainer for every task: Keras fit under a distribution strategy, resumable, judged per epoch.
+
+`run(task, build_model, config)` wires the pieces (STYLE.md, after TF-GNN's runner):
+
+* inputs: `readers.training_dataset` with seed `config.seed + epoch`, so epoch e always sees the
+  same configs in the same order; each replica batches `batch_size / replicas` graphs and merges
+  them into one GraphTensor (padded to static sizes when the strategy needs it, see padding.py);
+* the task turns those into labels (b, k) and the model's scores (c,) into ranking logits;
+* after each epoch: all configs of the validation graphs are scored, metrics land in the Keras
+  logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
+  epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
+  state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one;
+* at the end: the best weights are evaluated on validation (per-graph breakdown in
+  metrics.json), test predictions are written as CSV and the scoring model is saved.
+
+Run directory: config.json, checkpoints/, logs/ (TensorBoard), best/ (weights), history.json,
+metrics.json, predictions.csv, model/ (SavedModel of the scorer: GraphTensor -> (c,) scores).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import pathlib
+import shutil
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.data import npz, readers
+from tpu_graphs.train import padding, strategies, tasks
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+  """Everything a run depends on; written to <out_dir>/config.json."""
+  train_dir: str  # converted records of the training split (<records>/tile/xla/train)
+  valid_dir: str
+  out_dir: str
+  test_dir: Optional[str] = None  # records to write predictions.csv for
+  epochs: int = 10
+  batch_size: int = 8  # graphs per step, over all replicas
+  configs_per_graph: int = 16  # configs sampled per graph and step: the list size k
+  learning_rate: float = 1e-3
+  loss: str = "listmle:1,mse:0.02"
+  patience: int = 5  # epochs without a better validation primary metric before stopping
+  eval_batch_size: int = 8  # config chunks scored per evaluation step
+  seed: int = 0
+  verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line per epoch
+
+
+BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
+
+
+class RankingModel(tf.keras.Model):
+  """Wraps a scorer (GraphTensor -> (c,) scores) into what the losses see: (b, k) logits."""
+
+  def __init__(self, scorer: tf.keras.Model, task: tasks.Task, list_size: int):
+    super().__init__()
+    self.scorer, self.task, self.list_size = scorer, task, list_size
+
+  def call(self, graph):
+    return self.task.ranking_logits(graph, self.scorer(graph), self.list_size)
+
+
+def _write_json(path: pathlib.Path, content) -> None:
+  with npz.atomic_path(path) as temporary:
+    temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+
+
+def _merged_batches(graphs: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+  return graphs.batch(batch_size, drop_remainder=True).map(lambda g: g.merge_batch_to_components())
+
+
+def steps_per_epoch(records_dir, batch_size: int) -> int:
+  """Steps of one epoch: every chunk of every graph once, in full batches."""
+  manifest = readers.read_manifest(records_dir)
+  chunks = sum(g["chunks"] for shard in manifest["shards"] for g in shard["graphs"])
+  if chunks < batch_size:
+    raise ValueError(f"{records_dir}: {chunks} graph chunks cannot fill one batch of {batch_size}")
+  return chunks // batch_size
+
+
+def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int, replicas: int = 1,
+                    constraints: Optional[tfgnn.SizeConstraints] = None) -> tf.data.Dataset:
+  """One input pipeline's (graph, labels) batches of epochs first_epoch .. config.epochs - 1.
+
+  Each batch holds one replica's share of config.batch_size graphs, padded to `constraints` when
+  given; each epoch has exactly steps_per_epoch * replicas batches, so epochs stay aligned with
+  Keras' epochs however the replicas take them.
+  """
+  batch_size = config.batch_size // replicas
+  batches_per_epoch = steps_per_epoch(config.train_dir, config.batch_size) * replicas
+  epochs = []
+  for epoch in range(first_epoch, config.epochs):
+    graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch)
+    batches = _merged_batches(graphs, batch_size).take(batches_per_epoch)
+    epochs.append(padding.pad_batches(batches, constraints) if constraints else batches)
+  inputs = epochs[0]
+  for epoch in epochs[1:]:
+    inputs = inputs.concatenate(epoch)
+  return inputs.map(lambda graph: (graph, task.labels(graph, config.configs_per_graph))).prefetch(2)
+
+
+def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
+  """Scores every config of every graph: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
+
+  Arrays are ordered by config index, i.e. as rows of the graph's npz file.
+  """
+
+  @tf.function(reduce_retracing=True)
+  def score(graph):
+    configs = graph.node_sets["config"]
+    keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
+    return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
+            scorer(graph))
+
+  parts: dict[str, list] = {}
+  batches = readers.evaluation_dataset(records_dir).batch(batch_size).map(lambda g: g.merge_batch_to_components())
+  for graph in batches:
+    keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
+    for key in dict.fromkeys(keys):  # graphs in order of appearance
+      mine = keys == key
+      parts.setdefault(key.decode(), []).append((indices[mine], runtimes[mine], scores[mine]))
+  scored = {}
+  for key, chunks in parts.items():
+    indices, runtimes, scores = (np.concatenate(column) for column in zip(*chunks))
+    order = np.argsort(indices, kind="stable")
+    scored[key] = (runtimes[order], scores[order])
+  return scored
+
+
+def evaluate(task: tasks.Task, scored: dict) -> dict:
+  """{"mean": {metric: mean over graphs}, "per_graph": {key: {metric: value}}} of scored graphs."""
+  per_graph = {key: task.graph_metrics(runtimes, scores) for key, (runtimes, scores) in scored.items()}
+  names = next(iter(per_graph.values())).keys() if per_graph else ()
+  mean = {name: float(np.mean([m[name] for m in per_graph.values()])) for name in names}
+  return {"mean": mean, "per_graph": per_graph, "graphs": len(per_graph)}
+
+
+def write_predictions(task: tasks.Task, scored: dict, path) -> None:
+  """CSV `ID,TopConfigs`: per graph "<collection>:<graph_id>" and config indices best first."""
+  path = pathlib.Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with npz.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["ID", "TopConfigs"])
+    for key, (_, scores) in scored.items():
+      ranked = np.argsort(scores, kind="stable")[:task.submission_length]
+      writer.writerow([key, ";".join(str(i) for i in ranked)])
+
+
+def _save_model(model: tf.keras.Model, path: pathlib.Path) -> None:
+  """Saves a Keras SavedModel under a temporary name, then swaps it in."""
+  temporary, previous = path.with_name(f".{path.name}.tmp"), path.with_name(f".{path.name}.old")
+  for stale in (temporary, previous):
+    if stale.exists():
+      shutil.rmtree(stale)
+  model.save(str(temporary))
+  if path.exists():
+    path.rename(previous)
+  temporary.rename(path)
+  if previous.exists():
+    shutil.rmtree(previous)
+
+
+class EpochEnd(tf.keras.callbacks.Callback):
+  """Validation, best weights, early stopping and the resumable checkpoint, after every epoch.
+
+  Runs before TensorBoard in the callback list so the validation metrics reach its logs.
+  """
+
+  def __init__(self, task: tasks.Task, scorer: tf.keras.Model, config: TrainingConfig,
+               manager: tf.train.CheckpointManager, state: dict, history: list):
+    super().__init__()
+    self.task, self.scorer, self.config, self.manager = task, scorer, config, manager
+    self.state, self.history = state, history
+    self.out_dir = pathlib.Path(config.out_dir)
+
+  def on_epoch_end(self, epoch, logs=None):
+    logs = logs if logs is not None else {}
+    validation = evaluate(self.task, score_records(self.task, self.scorer, self.config.valid_dir,
+                                                   self.config.eval_batch_size))["mean"]
+    logs.update({f"val_{name}": value for name, value in validation.items()})
+    value = validation[self.task.primary_metric]
+    if value > self.state["best_value"].numpy():
+      self.state["best_value"].assign(value)
+      self.state["best_epoch"].assign(epoch)
+      self.state["epochs_without_improvement"].assign(0)
+      self.scorer.save_weights(str(self.out_dir / "best" / "weights"))
+    else:
+      self.state["epochs_without_improvement"].assign_add(1)
+    if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
+      self.state["stopped"].assign(True)
+      self.model.stop_training = True
+    self.state["epoch"].assign(epoch + 1)
+    self.history.append({"epoch": epoch, **{k: float(v) for k, v in logs.items()}})
+    _write_json(self.out_dir / "history.json", self.history)
+    self.manager.save(checkpoint_number=epoch + 1)
+
+
+def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
+        strategy: Optional[tf.distribute.Strategy] = None,
+        callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
+  """Trains (or resumes) a run in config.out_dir and returns the content of its metrics.json.
+
+  Args:
+    task: what to train and judge (e.g. tasks.TileTask()).
+    build_model: graph spec of one replica's merged batch -> Keras scorer, GraphTensor -> (c,).
+    config: the run's settings.
+    strategy: defaults to strategies.choose_strategy() (no TPU).
+    callbacks: extra Keras callbacks, run after the trainer's own.
+  """
+  strategy = strategy or strategies.choose_strategy()
+  out_dir = pathlib.Path(config.out_dir)
+  out_dir.mkdir(parents=True, exist_ok=True)
+  _write_json(out_dir / "config.json", {**dataclasses.asdict(config), "task": type(task).__name__,
+                                        "strategy": type(strategy).__name__,
+                                        "replicas": strategy.num_replicas_in_sync})
+  replicas = strategy.num_replicas_in_sync
+  if config.batch_size % replicas:
+    raise ValueError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
+  replica_batch = config.batch_size // replicas
+  constraints = None
+  if strategies.needs_static_shapes(strategy):
+    constraints = padding.size_constraints(
+        readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed), replica_batch)
+
+  tf.keras.utils.set_random_seed(config.seed)
+  spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0, replicas, constraints).element_spec[0]
+  with strategy.scope():
+    scorer = build_model(spec)
+    model = RankingModel(scorer, task, config.configs_per_graph)
+    optimizer = tf.keras.optimizers.Adam(config.learning_rate)
+    model.compile(optimizer=optimizer, loss=task.loss(config.loss))
+    state = {"epoch": tf.Variable(0, dtype=tf.int64), "best_value": tf.Variable(-np.inf, dtype=tf.float64),
+             "best_epoch": tf.Variable(-1, dtype=tf.int64),
+             "epochs_without_improvement": tf.Variable(0, dtype=tf.int64), "stopped": tf.Variable(False)}
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **state)
+  manager = tf.train.CheckpointManager(checkpoint, str(out_dir / "checkpoints"), max_to_keep=2)
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint)
+  first_epoch = int(state["epoch"].numpy())
+  history_path = out_dir / "history.json"
+  history = [h for h in json.loads(history_path.read_text()) if h["epoch"] < first_epoch] \
+      if history_path.exists() else []
+
+  if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
+    inputs = strategy.distribute_datasets_from_function(
+        lambda context: training_inputs(task, config, first_epoch, replicas, constraints))
+    model.fit(inputs, epochs=config.epochs, initial_epoch=first_epoch,
+              steps_per_epoch=steps_per_epoch(config.train_dir, config.batch_size), verbose=config.verbose,
+              callbacks=[EpochEnd(task, scorer, config, manager, state, history),
+                         tf.keras.callbacks.TensorBoard(str(out_dir / "logs")), *callbacks])
+
+  if (out_dir / "best" / "weights.index").exists():
+    scorer.load_weights(str(out_dir / "best" / "weights"))
+  result = {"task": type(task).__name__, "primary_metric": task.primary_metric,
+            "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
+            "stopped_early": bool(state["stopped"].numpy()), "history": history,
+            "valid": evaluate(task, score_records(task, scorer, config.valid_dir, config.eval_batch_size))}
+  if config.test_dir:
+    write_predictions(task, score_records(task, scorer, config.test_dir, config.eval_batch_size),
+                      out_dir / "predictions.csv")
+  _save_model(scorer, out_dir / "model")
+  _write_json(out_dir / "metrics.json", result)
+  return result
