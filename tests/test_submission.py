@@ -1,0 +1,97 @@
+"""The submission validator accepts a complete, well-formed submission and names each bad row."""
+
+import os
+import sys
+
+import pytest
+
+import sample_data
+from tpu_graphs.export import submission
+
+TILE_IDS = {"0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb": 32, "0a3585c3e686065389227fa374175e48": 1282,
+            "0a8a2b247d7a20b9dcab1daf50066a4d": 807, "0abaea94d7b0a1c1f1b0bd23b73ce38c": 52,
+            "0ac539372cc77cc6791794b369b984e1": 2951, "d6f5f54247bd1e58a10b9e7062c636ab": 25}
+LAYOUT_IDS = {"layout:nlp:default:3a0c5517a87df8d82fd637b83298a3ba": 1001,
+              "layout:nlp:random:23559853d9702baaaacbb0c83fd32266": 1000,
+              "layout:xla:default:cd708819d3f5103afd6460b15e74eaf3": 1000,
+              "layout:xla:random:cd708819d3f5103afd6460b15e74eaf3": 1000}
+
+
+@pytest.fixture(scope="module")
+def data_root():
+  return sample_data.require_sample("npz")
+
+
+def good_rows():
+  rows = [f"tile:xla:{g},{';'.join(str(i) for i in range(5))}" for g in TILE_IDS]
+  rows += [f"{row_id},{';'.join(str(i) for i in reversed(range(n)))}" for row_id, n in LAYOUT_IDS.items()]
+  return rows
+
+
+def write_csv(path, rows, header="ID,TopConfigs"):
+  path.write_text("\n".join([header] + rows) + "\n")
+  return path
+
+
+def test_counts_every_test_graph_of_the_sample(data_root):
+  counts = submission.test_config_counts(data_root)
+  assert counts == {**{f"tile:xla:{g}": n for g, n in TILE_IDS.items()}, **LAYOUT_IDS}
+
+
+def test_valid_submission_is_combined_in_collection_order(data_root, tmp_path):
+  rows = good_rows()
+  first = write_csv(tmp_path / "tile.csv", rows[:6])
+  second = write_csv(tmp_path / "layout.csv", rows[6:][::-1])
+  assert submission.combine([first, second], data_root, tmp_path / "out/submission.csv") == 10
+  written = (tmp_path / "out/submission.csv").read_text().splitlines()
+  assert written[0] == "ID,TopConfigs" and len(written) == 11
+  assert [line.split(":")[0] + ":" + line.split(":")[1] for line in written[1:]][:6] == ["tile:xla"] * 6
+  assert written[7].startswith("layout:xla:default:") and written[10].startswith("layout:nlp:random:")
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda rows: rows[1:], r"1 test graph\(s\) missing"),
+    (lambda rows: rows + rows[:1], "appears more than once"),
+    (lambda rows: rows + ["tile:xla:ffff,0;1;2;3;4"], "no such test graph"),
+    (lambda rows: ["tile:xla:0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb,0;1;2;3"] + rows[1:], "lists 4 configs, needs 5"),
+    (lambda rows: ["tile:xla:0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb,0;1;2;3;32"] + rows[1:], "index 32 is out of range"),
+    (lambda rows: ["tile:xla:0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb,0;1;2;3;3"] + rows[1:], "more than once"),
+    (lambda rows: rows[:6] + ["layout:nlp:random:23559853d9702baaaacbb0c83fd32266,0;1;2"] +
+     [r for r in rows[6:] if "nlp:random" not in r], "ranks 3 of 1000 configs"),
+])
+def test_each_malformed_case_is_rejected(data_root, tmp_path, mutate, message):
+  path = write_csv(tmp_path / "bad.csv", mutate(good_rows()))
+  with pytest.raises(submission.SubmissionError, match=message):
+    submission.combine([path], data_root, tmp_path / "submission.csv")
+  assert not (tmp_path / "submission.csv").exists()
+
+
+@pytest.mark.parametrize("rows, header, message", [
+    (["tile:xla:abc,0;1;x"], "ID,TopConfigs", "row 2: invalid literal"),
+    (["tiles:xla:abc,0;1"], "ID,TopConfigs", "row 2: ID 'tiles:xla:abc' is not <collection>:<graph id>"),
+    (["layout:xla:abc,0;1"], "ID,TopConfigs", "is not <collection>:<graph id>"),
+    (["tile:xla:abc,0,1"], "ID,TopConfigs", "row 2 has 3 fields"),
+    (["tile:xla:abc,0"], "id,top", "header is"),
+])
+def test_malformed_rows_are_named(tmp_path, rows, header, message):
+  path = write_csv(tmp_path / "bad.csv", rows, header)
+  with pytest.raises(submission.SubmissionError, match=message) as caught:
+    submission.read_predictions(path)
+  assert "bad.csv" in str(caught.value)
+
+
+def write_run(root, name, rows):
+  (root / name).mkdir(parents=True)
+  return write_csv(root / name / "predictions.csv", rows)
+
+
+def test_newest_run_per_collection(tmp_path):
+  old = write_run(tmp_path, "a", ["tile:xla:x,0"])
+  new = write_run(tmp_path, "b", ["tile:xla:y,0"])
+  layout = write_run(tmp_path, "c", ["layout:nlp:random:z,0"])
+  os.utime(old, (1, 1))
+  assert submission.newest_prediction_files(tmp_path) == {"tile:xla": new, "layout:nlp:random": layout}
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
