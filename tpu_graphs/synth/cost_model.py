@@ -1,0 +1,428 @@
+"""An analytical TPU-like cost model: the runtime labels of generated TpuGraphs data.
+
+Not a TPU simulator; a small model with the structure real TPU costs have, so that a learned
+ranker must see the graph and the config to do well:
+
+* Memory is tiled (8, 128) over the two minor-most dimensions of a tensor's layout: a tensor
+  occupies ceil(d2/8)*8 * ceil(d1/128)*128 * (the other dims) elements, so a layout that puts a
+  small or misaligned dimension minor-most wastes bandwidth.
+* Every op is a roofline: max(flops / peak, bytes / bandwidth) + a fixed launch overhead.
+  Convolutions and dots run on a matrix unit (MXU_FLOPS) at half efficiency per tensor whose
+  feature / contracting dimension is not minor-most; other ops run on the vector unit.
+* A layout change costs a copy: when a consumer wants an operand in a layout other than the one
+  its producer wrote, the tensor is read in one layout and written in the other.
+* Layouts flow: an elementwise op whose operand has its shape inherits that operand's layout, so
+  one configurable node's choice reaches (and is paid for by) the ops downstream of it.
+* Reshapes and transposes are free (bitcasts) when their layouts make memory order unchanged.
+* Kernels (tile collection) run tile by tile: ceil-division and (8, 128) alignment waste, a
+  per-tile overhead, a working set that must fit on-chip memory (VMEM_BYTES, double-buffered),
+  overlap of one tile's compute with the next tile's memory traffic, and for convolutions a
+  kernel tile that sets matrix-unit utilisation and how often the input is re-read.
+* Measurements carry multiplicative noise N(1, NOISE_FRACTION).
+
+Layout costs are decomposed into factors (tables over the layout choices of 1-3 "layout
+variables") so that the runtime of 100k configs of a 20k-node program is a few table lookups per
+factor, evaluated in chunks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+from tensorflow.compiler.xla import xla_data_pb2
+from tensorflow.compiler.xla.service import hlo_pb2
+
+from tpu_graphs.hlo import features
+
+MXU_FLOPS = 1.0e14
+VECTOR_FLOPS = 4.0e12
+HBM_BYTES_PER_SECOND = 1.2e12
+VMEM_BYTES = 16 * 2**20
+OP_OVERHEAD_SECONDS = 1e-7
+TILE_OVERHEAD_SECONDS = 3.5e-7
+TILE_SHAPE = (8, 128)  # (second-minor, minor)
+NOISE_FRACTION = 0.01
+MXU_OPCODES = frozenset({"convolution", "dot"})
+# Ops whose result takes the layout of an operand of the same shape.
+LAYOUT_PRESERVING_OPCODES = frozenset({
+    "abs", "add", "and", "atan2", "clamp", "compare", "convert", "cosine", "divide", "exponential",
+    "exponential-minus-one", "floor", "ceil", "log", "log-plus-one", "logistic", "maximum", "minimum",
+    "multiply", "negate", "not", "or", "power", "remainder", "round-nearest-afz", "rsqrt", "select",
+    "sign", "sine", "sqrt", "subtract", "tanh", "xor", "reduce-precision", "erf", "cbrt", "tan"})
+# Ops that call small scalar computations (reducers, comparators): those are not costed.
+_SCALAR_CALLERS = frozenset({"reduce", "reduce-window", "map", "sort", "scatter", "select-and-scatter",
+                             "all-reduce", "reduce-scatter"})
+_ELEMENT_BYTES = {
+    xla_data_pb2.PRED: 1, xla_data_pb2.S8: 1, xla_data_pb2.U8: 1, xla_data_pb2.S16: 2,
+    xla_data_pb2.U16: 2, xla_data_pb2.F16: 2, xla_data_pb2.BF16: 2, xla_data_pb2.S32: 4,
+    xla_data_pb2.U32: 4, xla_data_pb2.F32: 4, xla_data_pb2.S64: 8, xla_data_pb2.U64: 8,
+    xla_data_pb2.F64: 8, xla_data_pb2.C64: 8, xla_data_pb2.C128: 16}
+
+
+def element_bytes(shape) -> int:
+  """Bytes per element of an array shape (0 for tuples, tokens and opaque values)."""
+  return _ELEMENT_BYTES.get(shape.element_type, 0)
+
+
+def is_array(shape) -> bool:
+  return element_bytes(shape) > 0
+
+
+def padded_elements(dims: Sequence[int], minor_to_major: Sequence[int]) -> int:
+  """Elements a tensor occupies in (8, 128)-tiled memory under the layout `minor_to_major`."""
+  dims = [max(int(d), 1) for d in dims]
+  if not dims:
+    return 1
+  minor = math.ceil(dims[minor_to_major[0]] / TILE_SHAPE[1]) * TILE_SHAPE[1]
+  if len(dims) == 1:
+    return minor
+  second = math.ceil(dims[minor_to_major[1]] / TILE_SHAPE[0]) * TILE_SHAPE[0]
+  return minor * second * math.prod(dims[d] for d in minor_to_major[2:])
+
+
+def layout_choices(rank: int) -> np.ndarray:
+  """(k, rank) int64 minor-to-major orders a tensor of this rank may take; row 0 is the default.
+
+  The default is XLA's descending order (last dimension minor-most). Ranks up to 4 get every
+  permutation; higher ranks every choice of the two minor-most dimensions (the rest descending),
+  which is all the (8, 128) tiling can tell apart.
+  """
+  default = tuple(range(rank - 1, -1, -1))
+  if rank <= 4:
+    return np.asarray(list(itertools.permutations(default)), np.int64).reshape(-1, rank)
+  orders = [default]
+  for minor, second in itertools.permutations(default, 2):
+    order = (minor, second) + tuple(d for d in default if d not in (minor, second))
+    if order != default:
+      orders.append(order)
+  return np.asarray(orders, np.int64)
+
+
+def measure(runtime_seconds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+  """Noisy measured runtimes (same shape) in integer nanoseconds, at least 1."""
+  noisy = np.asarray(runtime_seconds, np.float64) * 1e9 * (1.0 + NOISE_FRACTION * rng.standard_normal(
+      np.shape(runtime_seconds)))
+  return np.maximum(np.rint(noisy), 1).astype(np.int64)
+
+
+def _roofline(flops, peak, bytes_moved):
+  return np.maximum(flops / peak, bytes_moved / HBM_BYTES_PER_SECOND) + OP_OVERHEAD_SECONDS
+
+
+def _operands(instruction, by_id) -> list:
+  return [by_id[o] for o in instruction.operand_ids]
+
+
+def instruction_flops(instruction, by_id) -> float:
+  """Floating-point operations of one HLO instruction (multiply-adds count two)."""
+  out = math.prod(instruction.shape.dimensions) if is_array(instruction.shape) else 0
+  operands = _operands(instruction, by_id)
+  if instruction.opcode == "convolution":
+    numbers = instruction.convolution_dimension_numbers
+    lhs, kernel = operands[0].shape.dimensions, operands[1].shape.dimensions
+    window = math.prod(kernel[d] for d in numbers.kernel_spatial_dimensions)
+    return 2.0 * out * window * lhs[numbers.input_feature_dimension] / max(instruction.feature_group_count, 1)
+  if instruction.opcode == "dot":
+    lhs = operands[0].shape.dimensions
+    return 2.0 * out * math.prod(lhs[d] for d in instruction.dot_dimension_numbers.lhs_contracting_dimensions)
+  if instruction.opcode in ("reduce", "reduce-window") and operands:
+    window = math.prod(d.size for d in instruction.window.dimensions) if instruction.window.dimensions else 1
+    return float(math.prod(operands[0].shape.dimensions)) * window
+  if instruction.opcode in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast", "reshape",
+                            "transpose", "copy", "broadcast", "slice", "concatenate", "pad", "iota"):
+    return 0.0
+  return float(out)
+
+
+def _preferred_minor_dims(instruction, by_id) -> list[Optional[int]]:
+  """For MXU ops: the dimension each tensor (result, lhs, rhs) wants minor-most."""
+  if instruction.opcode == "convolution":
+    n = instruction.convolution_dimension_numbers
+    return [n.output_feature_dimension, n.input_feature_dimension, n.kernel_output_feature_dimension]
+  if instruction.opcode == "dot":
+    n = instruction.dot_dimension_numbers
+    rhs_rank = len(by_id[instruction.operand_ids[1]].shape.dimensions)
+    rhs_free = [d for d in range(rhs_rank) if d not in n.rhs_contracting_dimensions and d not in n.rhs_batch_dimensions]
+    return [len(instruction.shape.dimensions) - 1, n.lhs_contracting_dimensions[0] if n.lhs_contracting_dimensions
+            else None, rhs_free[-1] if rhs_free else None]
+  return [None, None, None]
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutVariable:
+  """One tensor whose layout a config sets: slot t (0 result, 1-2 operands) of node `node`."""
+
+  node: int
+  slot: int
+  dims: tuple
+  choices: np.ndarray  # (k, rank) minor-to-major orders
+  padded_bytes: np.ndarray  # (k,) bytes the tensor occupies under each choice
+
+
+class LayoutCostModel:
+  """Runtime of a whole program (an unoptimized HloModuleProto) under layout configs.
+
+  A config gives, for every LayoutVariable, the index of its choice; unconfigured tensors keep
+  the default layout (choice 0). `runtimes(choices)` is the noiseless model, in seconds.
+
+  Attributes:
+    configurable_nodes: (nc,) node indices (positions in the module's node order), ascending.
+    variables: the layout variables, slot-major within each configurable node.
+    node_variables: for configurable node j, the variable index of each of its 3 tensor slots, or -1.
+  """
+
+  def __init__(self, instructions: Sequence[hlo_pb2.HloInstructionProto], costed: np.ndarray,
+               configurable_nodes: Sequence[int]):
+    """
+    Args:
+      instructions: the module's n instructions in node order (featurize.ModuleFeatures.instructions).
+      costed: (n,) bool, the nodes that execute as ops (not inside reducers or other scalar bodies).
+      configurable_nodes: the nodes configs set layouts for (array results of rank >= 1).
+    """
+    self.configurable_nodes = np.asarray(sorted(configurable_nodes), np.int64)
+    by_id = {inst.id: inst for inst in instructions}
+    node_of_id = {inst.id: i for i, inst in enumerate(instructions)}
+    self.variables: list[LayoutVariable] = []
+    self.node_variables = np.full((len(self.configurable_nodes), features.LAYOUT_MAX_TENSORS), -1, np.int64)
+    slot_variable = {}  # (node, slot) -> variable
+    for j, node in enumerate(self.configurable_nodes):
+      instruction = instructions[node]
+      tensors = [instruction] + _operands(instruction, by_id)
+      for slot, tensor in enumerate(tensors[:features.LAYOUT_MAX_TENSORS]):
+        if is_array(tensor.shape) and len(tensor.shape.dimensions) >= 1:
+          slot_variable[node, slot] = len(self.variables)
+          self.node_variables[j, slot] = len(self.variables)
+          self.variables.append(self._variable(node, slot, tensor.shape))
+    self.constant = 0.0
+    self._factors: dict[tuple, np.ndarray] = {}
+    # The variable whose layout each node's result has (propagated), or -1 for the default.
+    source = np.full(len(instructions), -1, np.int64)
+    for node, instruction in enumerate(instructions):
+      operands = _operands(instruction, by_id)
+      if (node, 0) in slot_variable:
+        source[node] = slot_variable[node, 0]
+      elif (instruction.opcode in LAYOUT_PRESERVING_OPCODES and operands and is_array(instruction.shape)
+            and list(operands[0].shape.dimensions) == list(instruction.shape.dimensions)):
+        source[node] = source[node_of_id[operands[0].id]]
+      if costed[node]:
+        self._add_node_costs(node, instruction, operands, source, slot_variable, node_of_id, by_id)
+
+  @staticmethod
+  def _variable(node: int, slot: int, shape) -> LayoutVariable:
+    dims = tuple(int(d) for d in shape.dimensions)
+    choices = layout_choices(len(dims))
+    padded = np.asarray([padded_elements(dims, c) for c in choices], np.float64) * element_bytes(shape)
+    return LayoutVariable(node, slot, dims, choices, padded)
+
+  def _tensor_bytes(self, shape, variable: int) -> np.ndarray:
+    """(k,) bytes of a tensor of `shape` laid out as each choice of `variable`, or (1,) default."""
+    if variable >= 0:
+      return self.variables[variable].padded_bytes
+    dims = list(shape.dimensions)
+    return np.asarray([padded_elements(dims, list(range(len(dims) - 1, -1, -1))) * element_bytes(shape)],
+                      np.float64)
+
+  def _add(self, variables: tuple, table: np.ndarray) -> None:
+    """Adds a cost table indexed by the choices of `variables` (-1 entries: the default, index 0)."""
+    keep = [a for a, v in enumerate(variables) if v >= 0]
+    table = table[tuple(slice(None) if v >= 0 else 0 for v in variables)]
+    variables = tuple(variables[a] for a in keep)
+    if not variables:
+      self.constant += float(table)
+      return
+    order = np.argsort(variables, kind="stable")
+    key = tuple(variables[a] for a in order)
+    table = np.transpose(table, order)
+    if len(set(key)) < len(key):  # the same variable twice: take the diagonal
+      table = _merge_repeated(key, table)
+      key = tuple(sorted(set(key)))
+    self._factors[key] = self._factors.get(key, 0.0) + table
+
+  def _add_node_costs(self, node, instruction, operands, source, slot_variable, node_of_id, by_id):
+    flops = instruction_flops(instruction, by_id)
+    peak = MXU_FLOPS if instruction.opcode in MXU_OPCODES else VECTOR_FLOPS
+    if (node, 0) in slot_variable:
+      # A configurable node: a factor over its (up to 3) tensor slots.
+      slots = [slot_variable.get((node, s), -1) for s in range(features.LAYOUT_MAX_TENSORS)]
+      tensors = ([instruction] + operands)[:features.LAYOUT_MAX_TENSORS]
+      bytes_moved, efficiency = 0.0, 1.0
+      preferred = _preferred_minor_dims(instruction, by_id)
+      for s, tensor in enumerate(tensors):
+        axis = [1] * len(tensors)
+        axis[s] = -1
+        if slots[s] < 0:
+          continue
+        bytes_moved = bytes_moved + self.variables[slots[s]].padded_bytes.reshape(axis)
+        if preferred[s] is not None:
+          wanted = self.variables[slots[s]].choices[:, 0] == preferred[s]
+          efficiency = efficiency * np.where(wanted, 1.0, 0.5).reshape(axis)
+      table = _roofline(flops, peak * efficiency, bytes_moved)
+      if instruction.opcode in ("reshape", "transpose") and len(tensors) == 2 and min(slots) >= 0:
+        table = np.where(_bitcast_pairs(instruction, self.variables[slots[0]], self.variables[slots[1]]),
+                         OP_OVERHEAD_SECONDS, table)
+      self._add(tuple(slots[:len(tensors)]), np.asarray(table, np.float64))
+      wanted_layouts = {s - 1: slots[s] for s in range(1, len(tensors))}
+    else:
+      own = source[node]
+      bytes_moved = self._tensor_bytes(instruction.shape, own) if is_array(instruction.shape) else np.zeros(1)
+      wanted_layouts = {}
+      for j, operand in enumerate(operands):
+        if not is_array(operand.shape):
+          continue
+        same_shape = list(operand.shape.dimensions) == list(instruction.shape.dimensions)
+        if same_shape and instruction.opcode in LAYOUT_PRESERVING_OPCODES:
+          bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, own)
+          wanted_layouts[j] = own
+        else:
+          bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, -1)
+      self._add((own,), np.asarray(_roofline(flops, peak, bytes_moved), np.float64).reshape(-1))
+    # Copies where an operand arrives in another layout than the consumer reads it in.
+    for j, wanted in wanted_layouts.items():
+      produced = source[node_of_id[operands[j].id]]
+      if wanted == produced or (wanted < 0 and produced < 0):
+        continue
+      shape_bytes = self.variables[wanted if wanted >= 0 else produced].padded_bytes
+      copy = (shape_bytes[:, None] + shape_bytes[None, :]) / HBM_BYTES_PER_SECOND + OP_OVERHEAD_SECONDS
+      np.fill_diagonal(copy, 0.0)
+      self._add((produced, wanted), copy)
+
+  def runtimes(self, choices: np.ndarray) -> np.ndarray:
+    """(c,) noiseless runtimes in seconds of configs `choices` (c, num_variables) int."""
+    total = np.full(choices.shape[0], self.constant)
+    for key, table in self._factors.items():
+      total += table[tuple(choices[:, v] for v in key)]
+    return total
+
+  def config_features(self, choices: np.ndarray, explicit: Optional[np.ndarray] = None) -> np.ndarray:
+    """(c, nc, 18) float32 node_config_feat of configs `choices` (c, num_variables).
+
+    Args:
+      explicit: (c, nc) bool, the nodes each config sets explicitly; the others read -1 (left to
+        the compiler, i.e. the default layout). All explicit when None.
+    """
+    width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
+    result = np.full((choices.shape[0], len(self.configurable_nodes), width), -1.0, np.float32)
+    for j in range(len(self.configurable_nodes)):
+      for slot, v in enumerate(self.node_variables[j]):
+        if v < 0:
+          continue
+        orders = self.variables[v].choices[choices[:, v]][:, :features.LAYOUT_MAX_DIMS]
+        start = slot * features.LAYOUT_MAX_DIMS
+        result[:, j, start:start + orders.shape[1]] = orders
+    if explicit is not None:
+      result[~explicit] = -1.0
+    return result
+
+
+def _merge_repeated(key: tuple, table: np.ndarray) -> np.ndarray:
+  """Collapses axes of `table` that index the same variable (key sorted) to their diagonal."""
+  letters = "abcdefgh"
+  distinct = sorted(set(key))
+  subscripts = "".join(letters[distinct.index(v)] for v in key)
+  return np.einsum(f"{subscripts}->{''.join(letters[:len(distinct)])}", table)
+
+
+def _bitcast_pairs(instruction, result: LayoutVariable, operand: LayoutVariable) -> np.ndarray:
+  """(k_result, k_operand) bool: layout pairs for which a reshape / transpose moves no data.
+
+  A transpose is a bitcast when the result's physical order is the operand's; a reshape only
+  between default layouts (row-major order is what reshape preserves).
+  """
+  if instruction.opcode == "transpose":
+    permutation = np.asarray(instruction.dimensions, np.int64)
+    mapped = permutation[result.choices]  # result dim -> operand dim, in result physical order
+    return (mapped[:, None, :] == operand.choices[None, :, :]).all(-1)
+  pairs = np.zeros((len(result.choices), len(operand.choices)), bool)
+  pairs[0, 0] = True
+  return pairs
+
+
+def costed_nodes(module: hlo_pb2.HloModuleProto) -> np.ndarray:
+  """(n,) bool in node order: False for instructions of computations only reducers call."""
+  scalar = {cid for c in module.computations for i in c.instructions if i.opcode in _SCALAR_CALLERS
+            for cid in i.called_computation_ids}
+  return np.asarray([c.id not in scalar for c in module.computations for _ in c.instructions], bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tile sizes of a fused kernel.
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelWork:
+  """What a kernel computes, as the tile model needs it.
+
+  output_dims / output_minor_to_major: the kernel's (first) result; flops over all fused ops;
+  input_bytes: its parameters; convolution_features: (input, output) feature counts of its
+  convolution, or None.
+  """
+
+  output_dims: tuple
+  output_minor_to_major: tuple
+  output_element_bytes: int
+  flops: float
+  input_bytes: float
+  uses_mxu: bool
+  convolution_features: Optional[tuple]
+
+
+def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
+  """The work of a kernel module (featurize.kernel_modules): entry root = the fusion instruction."""
+  by_id = {i.id: i for c in kernel.computations for i in c.instructions}
+  entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)
+  root = by_id[entry.root_id]
+  shape = root.shape.tuple_shapes[0] if root.shape.tuple_shapes else root.shape
+  fused = [i for c in kernel.computations if c.id != entry.id for i in c.instructions]
+  convolution = next((i for i in fused if i.opcode == "convolution"), None)
+  conv_features = None
+  if convolution is not None:
+    numbers = convolution.convolution_dimension_numbers
+    kernel_dims = by_id[convolution.operand_ids[1]].shape.dimensions
+    conv_features = (int(kernel_dims[numbers.kernel_input_feature_dimension]),
+                     int(kernel_dims[numbers.kernel_output_feature_dimension]))
+  return KernelWork(
+      output_dims=tuple(int(d) for d in shape.dimensions),
+      output_minor_to_major=tuple(int(d) for d in shape.layout.minor_to_major) or
+      tuple(range(len(shape.dimensions) - 1, -1, -1)),
+      output_element_bytes=max(element_bytes(shape), 1),
+      flops=sum(instruction_flops(i, by_id) for i in fused),
+      input_bytes=float(sum(math.prod(i.shape.dimensions) * element_bytes(i.shape)
+                            for i in entry.instructions if i.opcode == "parameter")),
+      uses_mxu=any(i.opcode in MXU_OPCODES for i in fused),
+      convolution_features=conv_features)
+
+
+def tile_runtime(work: KernelWork, output_tile: Sequence[int], kernel_tile: Sequence[int] = ()) -> float:
+  """Noiseless runtime in seconds of a kernel run with `output_tile` (one size per output dim)
+  and, for convolutions, `kernel_tile` (input features, output features); inf if it does not fit."""
+  dims = work.output_dims
+  tiles = math.prod(math.ceil(d / t) for d, t in zip(dims, output_tile)) if dims else 1
+  padded_tile = padded_elements(output_tile, work.output_minor_to_major) if dims else 1
+  output_elements = max(math.prod(dims), 1)
+  waste = tiles * padded_tile / output_elements
+  efficiency, rereads, kernel_tile_bytes = 1.0, 1.0, 0.0
+  if work.convolution_features and kernel_tile:
+    (features_in, features_out), (tile_in, tile_out) = work.convolution_features, kernel_tile
+    efficiency = min(tile_in, 128) / 128 * min(tile_out, 128) / 128
+    rereads = math.ceil(features_out / tile_out)
+    kernel_tile_bytes = tile_in * tile_out * work.output_element_bytes * 9
+  input_share = work.input_bytes * padded_tile / output_elements
+  footprint = 2 * (padded_tile * work.output_element_bytes + min(input_share, work.input_bytes) + kernel_tile_bytes)
+  if footprint > VMEM_BYTES:
+    return math.inf
+  peak = (MXU_FLOPS * max(efficiency, 1 / 128)) if work.uses_mxu else VECTOR_FLOPS
+  compute = work.flops * waste / peak / tiles
+  memory = (output_elements * work.output_element_bytes * waste + work.input_bytes * rereads) \
+      / HBM_BYTES_PER_SECOND / tiles
+  return tiles * (max(compute, memory) + TILE_OVERHEAD_SECONDS) + min(compute, memory) + OP_OVERHEAD_SECONDS
+
+
+def tile_footprint_target(work: KernelWork, output_tile: Sequence[int]) -> float:
+  """How far a tile's output working set is from a quarter of VMEM (log ratio): the compiler
+  default picks the valid tile closest to that target."""
+  padded_tile = padded_elements(output_tile, work.output_minor_to_major) if work.output_dims else 1
+  return abs(math.log(padded_tile * work.output_element_bytes * 2) - math.log(VMEM_BYTES / 4))

@@ -1,0 +1,305 @@
+"""Generated TpuGraphs datasets: the zoo's programs, configs, and cost-model labels, as npz files.
+
+GENERATED DATA, not TPU measurements. The tree mirrors the release:
+
+    <out>/npz/tile/xla/{train,valid,test}/<program>.<kernel>.npz
+    <out>/npz/layout/{xla,nlp}/{default,random}/{train,valid,test}/<program>.npz
+    <out>/test_labels/<same path as the test file, .npy>   true labels of test files
+    <out>/GENERATED.md                                     what this is and how it was made
+
+Test files have runtimes 0 (and tile normalizers 1) as in the public release; their labels are
+kept in test_labels/ for local scoring: (c,) int64 runtimes for layout, (c, 2) int64
+[runtime, normalizer] for tile.
+
+Determinism: every file draws from its own generator seeded by (seed, GENERATOR_VERSION, file
+key), and XLA's HLO (as featurized) is the same from run to run, so the same seed and version
+give byte-identical files whatever subset of programs is generated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import math
+import pathlib
+from typing import Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from tpu_graphs.data import graphs
+from tpu_graphs.data import npz
+from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import features
+from tpu_graphs.hlo import tuning_pb2
+from tpu_graphs.synth import cost_model
+from tpu_graphs.synth import zoo
+
+GENERATOR_VERSION = 1
+MAX_CONFIGS = 100_000
+CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape", "transpose", "copy"})
+CONFIGURABLE_FRACTION = 0.03
+CONFIG_CHUNK = 1000
+# Splits are by architecture, so valid and test hold models never seen in training.
+SPLIT_OF_ARCHITECTURE = {
+    "resnet50": "train", "mobilenet_v2": "train", "mobilenet_v3_small": "train", "efficientnet_b0": "train",
+    "densenet121": "train", "inception_v3": "train", "mobilenet": "valid", "vgg16": "valid",
+    "resnet50_v2": "test", "unet": "test",
+    "transformer_encoder": "train", "transformer_decoder": "train", "vit": "train", "gru": "train",
+    "mlp_mixer": "valid", "lstm": "test",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+  """How much to generate: program variants (batch size, dtype), configs per graph, kernels."""
+
+  variants: tuple
+  layout_configs: int
+  tile_configs: int
+  kernels_per_program: int
+
+
+SCALES = {
+    "tiny": Scale(variants=((1, "f32"),), layout_configs=16, tile_configs=8, kernels_per_program=3),
+    "small": Scale(variants=((1, "f32"), (4, "bf16")), layout_configs=100, tile_configs=32, kernels_per_program=10),
+    "full": Scale(variants=((1, "f32"), (4, "f32"), (1, "bf16"), (8, "bf16")), layout_configs=10_000,
+                  tile_configs=500, kernels_per_program=1000),
+}
+Progress = Callable[[int, int, str], None]
+
+
+def file_rng(seed: int, *key: str) -> np.random.Generator:
+  """A generator for one file (or chunk), independent of everything else generated."""
+  digest = hashlib.sha256("/".join((str(GENERATOR_VERSION),) + key).encode()).digest()
+  return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+
+
+def programs(scale: Scale, architectures: Optional[Sequence[str]] = None) -> list[zoo.Program]:
+  names = architectures or [a.name for a in zoo.ARCHITECTURES]
+  return [zoo.Program(zoo.ARCHITECTURES_BY_NAME[name], batch, dtype)
+          for name in names for batch, dtype in scale.variants]
+
+
+# --------------------------------------------------------------------------------------------
+# Layout collections.
+
+
+def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+  """About CONFIGURABLE_FRACTION of the nodes: a random subset of the array-valued (rank >= 2)
+  convolutions, dots, reshapes, transposes and copies that execute, ascending."""
+  candidates = [i for i, inst in enumerate(nodes.instructions)
+                if inst.opcode in CONFIGURABLE_OPCODES and costed[i] and cost_model.is_array(inst.shape)
+                and len(inst.shape.dimensions) >= 2]
+  count = min(len(candidates), max(1, round(CONFIGURABLE_FRACTION * nodes.num_nodes)))
+  return np.sort(rng.choice(np.asarray(candidates, np.int64), size=count, replace=False))
+
+
+def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int,
+                   rng: np.random.Generator, first: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+  """`count` configs: choices (count, num_variables) int64 and which nodes are explicit (count, nc).
+
+  'random' sets every configurable node to random layouts. 'default' starts from the compiler
+  default (every node -1) and changes 1-3 nodes per config; the `first` config of a file is the
+  default itself.
+  """
+  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
+  if search == "random":
+    return (rng.random((count, len(sizes))) * sizes).astype(np.int64), None
+  choices = np.zeros((count, len(sizes)), np.int64)
+  explicit = np.zeros((count, len(model.configurable_nodes)), bool)
+  for row in range(1 if first else 0, count):
+    changed = rng.choice(len(model.configurable_nodes), size=min(int(rng.integers(1, 4)),
+                                                                 len(model.configurable_nodes)), replace=False)
+    explicit[row, changed] = True
+    variables = model.node_variables[changed].ravel()
+    variables = variables[variables >= 0]
+    choices[row, variables] = (rng.random(len(variables)) * sizes[variables]).astype(np.int64)
+  return choices, explicit
+
+
+def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id: str,
+                      nodes: featurize.ModuleFeatures, model: cost_model.LayoutCostModel,
+                      num_configs: int, seed: int) -> pathlib.Path:
+  """Writes one layout graph with `num_configs` configs, streaming node_config_feat in chunks.
+
+  Configs are drawn chunk by chunk from generators keyed by (file, chunk), once to label them and
+  once more while writing their features, so memory stays at one chunk of (CONFIG_CHUNK, nc, 18).
+  """
+  _, source, search = collection.split(":")
+  key = (collection, graph_id)
+  starts = range(0, num_configs, CONFIG_CHUNK)
+
+  def chunks() -> Iterator[tuple[np.ndarray, Optional[np.ndarray]]]:
+    for start in starts:
+      yield layout_choices(model, search, min(CONFIG_CHUNK, num_configs - start),
+                           file_rng(seed, *key, "configs", str(start)), first=start == 0)
+
+  runtimes = np.concatenate([model.runtimes(choices) for choices, _ in chunks()])
+  measured = cost_model.measure(runtimes, file_rng(seed, *key, "noise"))
+  nc = len(model.configurable_nodes)
+  width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
+  arrays = dict(
+      node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
+      node_config_ids=model.configurable_nodes,
+      node_config_feat=((num_configs, nc, width), np.float32,
+                        lambda: (model.config_features(c, e) for c, e in chunks())),
+      config_runtime=measured if split != "test" else np.zeros_like(measured),
+      node_splits=nodes.node_splits)
+  path = root / "npz" / "layout" / source / search / split / f"{graph_id}.npz"
+  npz.write_npz(path, arrays)
+  if split == "test":
+    _write_labels(root, path, measured)
+  return path
+
+
+def _write_labels(root: pathlib.Path, data_path: pathlib.Path, labels: np.ndarray) -> None:
+  relative = data_path.relative_to(root / "npz").with_suffix(".npy")
+  path = root / "test_labels" / relative
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with npz.atomic_path(path) as temporary, open(temporary, "wb") as stream:
+    np.save(stream, labels, allow_pickle=False)
+
+
+def layout_model(compiled_module, graph_id: str, seed: int):
+  """Features, cost model and configurable nodes of a program's unoptimized module."""
+  nodes = featurize.module_features(compiled_module, f"generated program {graph_id}")
+  costed = cost_model.costed_nodes(compiled_module)
+  chosen = configurable_nodes(nodes, costed, file_rng(seed, "configurable", graph_id))
+  return nodes, cost_model.LayoutCostModel(nodes.instructions, costed, chosen)
+
+
+# --------------------------------------------------------------------------------------------
+# Tile collection.
+
+_MAX_TILE_CANDIDATES = 2000
+
+
+def _sizes(extent: int, keep: int) -> list[int]:
+  """Tile sizes along one dimension: powers of two below `extent` and `extent`, the largest `keep`."""
+  sizes = sorted({extent} | {2**p for p in range(max(extent.bit_length(), 1)) if 2**p < extent})
+  return sizes[-keep:]
+
+
+def tile_candidates(work: cost_model.KernelWork, rng: np.random.Generator) -> list[tuple[tuple, tuple]]:
+  """Valid (output tile, kernel tile) pairs: they fit on-chip memory. At most 2000, sampled."""
+  axes = [_sizes(d, 5) for d in work.output_dims]
+  if work.convolution_features:
+    axes += [_sizes(f, 4) for f in work.convolution_features]
+  total = math.prod(len(a) for a in axes)
+  if total <= _MAX_TILE_CANDIDATES:
+    combos = list(itertools.product(*axes))
+  else:
+    picks = {tuple(int(rng.integers(len(a))) for a in axes) for _ in range(_MAX_TILE_CANDIDATES)}
+    combos = [tuple(a[i] for a, i in zip(axes, pick)) for pick in sorted(picks)]
+  rank = len(work.output_dims)
+  pairs = [(combo[:rank], combo[rank:]) for combo in combos]
+  return [pair for pair in pairs if math.isfinite(cost_model.tile_runtime(work, *pair))]
+
+
+def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_configs: int,
+                    seed: int) -> Optional[pathlib.Path]:
+  """Writes one kernel's tile graph; None when it has fewer than two valid tile sizes."""
+  key = ("tile:xla", graph_id)
+  work = cost_model.kernel_work(kernel)
+  candidates = tile_candidates(work, file_rng(seed, *key, "candidates"))
+  if len(candidates) < 2:
+    return None
+  default = min(range(len(candidates)), key=lambda i: cost_model.tile_footprint_target(work, candidates[i][0]))
+  rng = file_rng(seed, *key, "configs")
+  others = [i for i in range(len(candidates)) if i != default]
+  picked = [default] + [others[i] for i in np.sort(rng.choice(len(others), min(num_configs - 1, len(others)),
+                                                              replace=False))]
+  config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
+      output_bounds=candidates[i][0], kernel_bounds=candidates[i][1])) for i in picked])
+  noise = file_rng(seed, *key, "noise")
+  measured = cost_model.measure(np.asarray([cost_model.tile_runtime(work, *candidates[i]) for i in picked]), noise)
+  normalizer = cost_model.measure(np.asarray([cost_model.tile_runtime(work, *candidates[default])]), noise)
+  normalizers = np.full(len(picked), normalizer[0], np.int64)
+  nodes = featurize.module_features(kernel, f"generated kernel {graph_id}")
+  labelled = split != "test"
+  arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
+                config_feat=config_feat, config_runtime=measured if labelled else np.zeros_like(measured),
+                config_runtime_normalizers=normalizers if labelled else np.ones_like(normalizers))
+  graphs.validate_graph(graph_id, graph_id, "tile:xla", split, arrays)
+  path = root / "npz" / "tile" / "xla" / split / f"{graph_id}.npz"
+  npz.write_npz(path, arrays)
+  if not labelled:
+    _write_labels(root, path, np.stack([measured, normalizers], axis=1))
+  return path
+
+
+def distinct_kernels(optimized) -> list:
+  """The program's kernel modules, without repeats of an identical kernel graph, in module order."""
+  seen, kernels = set(), []
+  for kernel in featurize.kernel_modules(optimized):
+    nodes = featurize.module_features(kernel)
+    digest = hashlib.sha256(nodes.node_feat.tobytes() + nodes.node_opcode.tobytes()
+                            + nodes.edge_index.tobytes()).hexdigest()
+    if digest not in seen:
+      seen.add(digest)
+      kernels.append(kernel)
+  return kernels
+
+
+# --------------------------------------------------------------------------------------------
+
+
+_README = """# GENERATED TpuGraphs-format data (not TPU measurements)
+
+Every file here is in the exact npz format of the TpuGraphs release, but the runtimes come from
+an analytical TPU-like cost model (`tpu_graphs/synth/cost_model.py`), not from a TPU. The graphs
+are real: programs of a model zoo (`tpu_graphs/synth/zoo.py`) compiled by XLA on the generating
+machine and featurized by `tpu_graphs/hlo`.
+
+- scale: {scale}; seed: {seed}; generator version: {version}
+- programs: {programs}
+- regenerate: `python baselines/generate.py --output_dir <dir> --scale {scale} --seed {seed}{architectures}`
+- test files have zero runtimes (tile normalizers 1), as in the release; their true labels are
+  in `test_labels/` (layout: (c,) int64 runtimes; tile: (c, 2) int64 [runtime, normalizer]).
+"""
+
+
+def generate(output_dir, scale: str = "small", seed: int = 0, architectures: Optional[Sequence[str]] = None,
+             configs_per_graph: Optional[int] = None, progress: Optional[Progress] = None) -> list[pathlib.Path]:
+  """Generates all five collections from the zoo; returns the written data files.
+
+  Args:
+    output_dir: the root of the generated tree (see the module docstring).
+    scale: a key of SCALES.
+    seed: the generation seed.
+    architectures: names from zoo.ARCHITECTURES to generate (default: all).
+    configs_per_graph: overrides the scale's layout config count (at most MAX_CONFIGS).
+    progress: called as progress(done, total, program name) after each program.
+  """
+  settings = SCALES[scale]
+  layout_configs = min(configs_per_graph or settings.layout_configs, MAX_CONFIGS)
+  root = pathlib.Path(output_dir)
+  root.mkdir(parents=True, exist_ok=True)
+  todo = programs(settings, architectures)
+  written = []
+  for done, program in enumerate(todo):
+    compiled = zoo.compile_program(program)
+    family, split = program.architecture.family, SPLIT_OF_ARCHITECTURE[program.architecture.name]
+    nodes, model = layout_model(compiled.module, program.name, seed)
+    for search in ("default", "random"):
+      written.append(write_layout_file(root, f"layout:{family}:{search}", split, program.name, nodes, model,
+                                       layout_configs, seed))
+    kernels = distinct_kernels(compiled.optimized)
+    order = file_rng(seed, "kernels", program.name).permutation(len(kernels))
+    kept = 0
+    for index in order:
+      if kept == settings.kernels_per_program:
+        break
+      path = write_tile_file(root, split, f"{program.name}.{int(index):03d}", kernels[index],
+                             settings.tile_configs, seed)
+      if path is not None:
+        written.append(path)
+        kept += 1
+    if progress:
+      progress(done + 1, len(todo), program.name)
+  with npz.atomic_path(root / "GENERATED.md") as temporary:
+    temporary.write_text(_README.format(
+        scale=scale, seed=seed, version=GENERATOR_VERSION, programs=", ".join(p.name for p in todo),
+        architectures=f" --architectures {','.join(architectures)}" if architectures else ""))
+  return written

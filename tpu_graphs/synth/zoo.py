@@ -1,0 +1,213 @@
+"""A zoo of real model architectures, built from code without weights and compiled by XLA.
+
+Generated TpuGraphs data starts from real programs: each `Program` is a Keras model (a
+`tf.keras.applications` CNN, a Transformer, a recurrent net, a U-Net, a ViT, an MLP-Mixer) at one
+batch size and dtype, traced once and lowered by XLA on this machine to two HloModuleProtos: the
+whole program before optimization (layout graphs) and after XLA's fusion passes (tile kernels).
+Weights never enter the HLO (variables are parameters), so nothing is downloaded or trained.
+
+Family 'xla' holds the CNNs and the U-Net, family 'nlp' the sequence models, mirroring the
+release's xla / nlp layout collections. Inputs are small (32-75 px, 32 tokens) so the whole zoo
+compiles in about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import tensorflow as tf
+from tensorflow.compiler.xla.service import hlo_pb2
+
+from tpu_graphs.hlo import from_tensorflow
+
+_IMAGE_SIZE = 32
+_SEQUENCE_LENGTH = 32
+_VOCABULARY = 512
+_CLASSES = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+  """A model family member: how to build it and what input it takes (without the batch axis)."""
+
+  name: str
+  family: str  # 'xla' (vision) or 'nlp' (sequence)
+  build: Callable[[tuple], tf.keras.Model]
+  input_shape: tuple
+  input_dtype: tf.DType = tf.float32
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+  """One architecture at one batch size and compute dtype ('f32' or 'bf16')."""
+
+  architecture: Architecture
+  batch_size: int
+  dtype: str
+
+  @property
+  def name(self) -> str:
+    """E.g. 'resnet50.b4.bf16': the graph id of its layout files and prefix of its kernels."""
+    return f"{self.architecture.name}.b{self.batch_size}.{self.dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledProgram:
+  """A program's HLO: `module` as traced (unoptimized), `optimized` after XLA's passes."""
+
+  program: Program
+  module: hlo_pb2.HloModuleProto
+  optimized: hlo_pb2.HloModuleProto
+
+
+def _application(constructor: Callable) -> Callable[[tuple], tf.keras.Model]:
+  return lambda shape: constructor(weights=None, input_shape=shape, classes=_CLASSES)
+
+
+def _unet(shape: tuple) -> tf.keras.Model:
+  """A three-level U-Net (two 3x3 convolutions per level, transposed-convolution upsampling)."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input(shape)
+  skips, x = [], inputs
+  for filters in (16, 32, 64):
+    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+    skips.append(x)
+    x = layers.MaxPooling2D()(x)
+  x = layers.Conv2D(128, 3, padding="same", activation="relu")(x)
+  for filters, skip in zip((64, 32, 16), reversed(skips)):
+    x = layers.Conv2DTranspose(filters, 2, strides=2, padding="same")(x)
+    x = layers.Concatenate()([x, skip])
+    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+  outputs = layers.Conv2D(_CLASSES, 1)(x)
+  return tf.keras.Model(inputs, outputs, name="unet")
+
+
+def _transformer_block(x, width: int, heads: int, causal: bool, memory=None):
+  layers = tf.keras.layers
+  attention = layers.MultiHeadAttention(heads, width // heads)(x, x, use_causal_mask=causal)
+  x = layers.LayerNormalization()(x + attention)
+  if memory is not None:
+    cross = layers.MultiHeadAttention(heads, width // heads)(x, memory)
+    x = layers.LayerNormalization()(x + cross)
+  hidden = layers.Dense(4 * width, activation="gelu")(x)
+  return layers.LayerNormalization()(x + layers.Dense(width)(hidden))
+
+
+def transformer_encoder(shape: tuple, num_layers: int = 2, width: int = 64, heads: int = 4) -> tf.keras.Model:
+  """A BERT-like encoder: token + position embeddings, `num_layers` post-norm blocks, a pooled head."""
+  layers = tf.keras.layers
+  tokens = tf.keras.Input(shape, dtype=tf.int32)
+  x = layers.Embedding(_VOCABULARY, width)(tokens)
+  x = x + layers.Embedding(shape[0], width)(tf.range(shape[0]))
+  for _ in range(num_layers):
+    x = _transformer_block(x, width, heads, causal=False)
+  outputs = layers.Dense(_CLASSES)(layers.GlobalAveragePooling1D()(x))
+  return tf.keras.Model(tokens, outputs, name=f"transformer_encoder_{num_layers}")
+
+
+def _transformer_decoder(shape: tuple) -> tf.keras.Model:
+  """An encoder-decoder Transformer: a 2-layer encoder, a 2-layer causal decoder with cross attention."""
+  layers = tf.keras.layers
+  tokens = tf.keras.Input(shape, dtype=tf.int32)
+  embedding = layers.Embedding(_VOCABULARY, 64)
+  memory = embedding(tokens)
+  for _ in range(2):
+    memory = _transformer_block(memory, 64, 4, causal=False)
+  x = embedding(tokens)
+  for _ in range(2):
+    x = _transformer_block(x, 64, 4, causal=True, memory=memory)
+  return tf.keras.Model(tokens, layers.Dense(_VOCABULARY)(x), name="transformer_decoder")
+
+
+def _recurrent(cell: Callable) -> Callable[[tuple], tf.keras.Model]:
+  def build(shape: tuple) -> tf.keras.Model:
+    layers = tf.keras.layers
+    tokens = tf.keras.Input(shape, dtype=tf.int32)
+    x = layers.Embedding(_VOCABULARY, 64)(tokens)
+    x = cell(64, return_sequences=True)(x)
+    x = cell(64)(x)
+    return tf.keras.Model(tokens, layers.Dense(_CLASSES)(x), name=cell.__name__.lower())
+  return build
+
+
+def _vit(shape: tuple) -> tf.keras.Model:
+  """A small Vision Transformer: 4x4 patches, 3 encoder blocks, mean-pooled head."""
+  layers = tf.keras.layers
+  images = tf.keras.Input(shape)
+  patches = layers.Conv2D(64, 4, strides=4)(images)
+  x = layers.Reshape((-1, 64))(patches)
+  for _ in range(3):
+    x = _transformer_block(x, 64, 4, causal=False)
+  return tf.keras.Model(images, layers.Dense(_CLASSES)(layers.GlobalAveragePooling1D()(x)), name="vit")
+
+
+def _mlp_mixer(shape: tuple) -> tf.keras.Model:
+  """An MLP-Mixer: 4x4 patches, 3 blocks of token mixing (on the transposed patches) and channel mixing."""
+  layers = tf.keras.layers
+  images = tf.keras.Input(shape)
+  x = layers.Reshape((-1, 64))(layers.Conv2D(64, 4, strides=4)(images))
+  tokens = x.shape[1]
+  for _ in range(3):
+    mixed = layers.Permute((2, 1))(layers.LayerNormalization()(x))
+    mixed = layers.Dense(tokens)(layers.Dense(2 * tokens, activation="gelu")(mixed))
+    x = x + layers.Permute((2, 1))(mixed)
+    x = x + layers.Dense(64)(layers.Dense(128, activation="gelu")(layers.LayerNormalization()(x)))
+  return tf.keras.Model(images, layers.Dense(_CLASSES)(layers.GlobalAveragePooling1D()(x)), name="mlp_mixer")
+
+
+_APPS = tf.keras.applications
+_IMAGE = (_IMAGE_SIZE, _IMAGE_SIZE, 3)
+_TOKENS = (_SEQUENCE_LENGTH,)
+
+ARCHITECTURES: tuple[Architecture, ...] = (
+    Architecture("resnet50", "xla", _application(_APPS.ResNet50), _IMAGE),
+    Architecture("resnet50_v2", "xla", _application(_APPS.ResNet50V2), _IMAGE),
+    Architecture("mobilenet", "xla", _application(_APPS.MobileNet), _IMAGE),
+    Architecture("mobilenet_v2", "xla", _application(_APPS.MobileNetV2), _IMAGE),
+    Architecture("mobilenet_v3_small", "xla", _application(_APPS.MobileNetV3Small), _IMAGE),
+    Architecture("efficientnet_b0", "xla", _application(_APPS.EfficientNetB0), _IMAGE),
+    Architecture("densenet121", "xla", _application(_APPS.DenseNet121), _IMAGE),
+    Architecture("inception_v3", "xla", _application(_APPS.InceptionV3), (75, 75, 3)),
+    Architecture("vgg16", "xla", _application(_APPS.VGG16), _IMAGE),
+    Architecture("unet", "xla", _unet, _IMAGE),
+    Architecture("transformer_encoder", "nlp", transformer_encoder, _TOKENS, tf.int32),
+    Architecture("transformer_decoder", "nlp", _transformer_decoder, _TOKENS, tf.int32),
+    Architecture("lstm", "nlp", _recurrent(tf.keras.layers.LSTM), _TOKENS, tf.int32),
+    Architecture("gru", "nlp", _recurrent(tf.keras.layers.GRU), _TOKENS, tf.int32),
+    Architecture("vit", "nlp", _vit, _IMAGE),
+    Architecture("mlp_mixer", "nlp", _mlp_mixer, _IMAGE),
+)
+ARCHITECTURES_BY_NAME = {a.name: a for a in ARCHITECTURES}
+
+
+def build_model(program: Program) -> tf.keras.Model:
+  """The program's Keras model, with bf16 compute under Keras' mixed_bfloat16 policy.
+
+  The Keras session is cleared first so layer names (and anything derived from them) do not
+  depend on what was built before in the process.
+  """
+  tf.keras.backend.clear_session()
+  policy = tf.keras.mixed_precision.global_policy()
+  tf.keras.mixed_precision.set_global_policy("mixed_bfloat16" if program.dtype == "bf16" else "float32")
+  try:
+    return program.architecture.build(program.architecture.input_shape)
+  finally:
+    tf.keras.mixed_precision.set_global_policy(policy)
+
+
+def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program) -> CompiledProgram:
+  """Traces `model` on `input_spec` and asks XLA for the unoptimized and the optimized module."""
+  forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
+  return CompiledProgram(
+      program=program,
+      module=from_tensorflow.hlo_module(forward, input_spec),
+      optimized=from_tensorflow.hlo_module(forward, input_spec, optimized=True))
+
+
+def compile_program(program: Program) -> CompiledProgram:
+  """Builds and compiles one program of the zoo."""
+  architecture = program.architecture
+  spec = tf.TensorSpec((program.batch_size,) + architecture.input_shape, architecture.input_dtype)
+  return compile_model(build_model(program), spec, program)
