@@ -37,12 +37,8 @@ class GraphFileError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class TileGraph:
-  """One fused kernel and its tile-size configurations.
-
-  Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64;
-  config_feat (c, 24) float32; config_runtime (c,) int64; config_runtime_normalizers (c,) int64.
-  """
+class _ConfiguredGraph:
+  """What both collections share: the graph's identity, its ops and their data flow."""
 
   graph_id: str
   collection: str
@@ -50,13 +46,23 @@ class TileGraph:
   node_feat: np.ndarray
   node_opcode: np.ndarray
   edge_index: np.ndarray
-  config_feat: np.ndarray
-  config_runtime: np.ndarray
-  config_runtime_normalizers: np.ndarray
 
   @property
   def num_configs(self) -> int:
-    return int(self.config_runtime.shape[0])
+    return int(self.config_runtime.shape[0])  # each collection defines config_runtime
+
+
+@dataclasses.dataclass(frozen=True)
+class TileGraph(_ConfiguredGraph):
+  """One fused kernel and its tile-size configurations.
+
+  Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64;
+  config_feat (c, 24) float32; config_runtime (c,) int64; config_runtime_normalizers (c,) int64.
+  """
+
+  config_feat: np.ndarray
+  config_runtime: np.ndarray
+  config_runtime_normalizers: np.ndarray
 
   def runtimes(self) -> np.ndarray:
     """Normalized runtimes (c,) float64: the quantity tile models rank."""
@@ -64,7 +70,7 @@ class TileGraph:
 
 
 @dataclasses.dataclass(frozen=True)
-class LayoutGraph:
+class LayoutGraph(_ConfiguredGraph):
   """One whole program and its per-node layout configurations.
 
   Shapes: node_feat (n, 140) float32; node_opcode (n,) uint8; edge_index (m, 2) int64;
@@ -72,20 +78,10 @@ class LayoutGraph:
   config_runtime (c,) int64; node_splits (1, k) int64, computation boundaries as node offsets.
   """
 
-  graph_id: str
-  collection: str
-  split: Optional[str]
-  node_feat: np.ndarray
-  node_opcode: np.ndarray
-  edge_index: np.ndarray
   node_config_ids: np.ndarray
   node_config_feat: np.ndarray
   config_runtime: np.ndarray
   node_splits: np.ndarray
-
-  @property
-  def num_configs(self) -> int:
-    return int(self.config_runtime.shape[0])
 
   def runtimes(self) -> np.ndarray:
     """Runtimes (c,) float64: the quantity layout models rank."""
