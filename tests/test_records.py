@@ -68,6 +68,36 @@ def test_chunks_are_bounded_in_configs_and_bytes():
   assert int(structure_tensor.context["num_chunks"][0]) == 15 == len(list(chunks))
 
 
+@pytest.mark.parametrize("relative", ["npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz",
+                                      "npz/layout/nlp/random/test/23559853d9702baaaacbb0c83fd32266.npz"])
+def test_graph_from_raw_arrays_equals_the_joined_records(relative):
+  graph = npz.read_graph(sample_data.require_sample(relative))
+  kind = graphs.collection_kind(graph.collection)
+  structure, chunks = records.graph_records(graph, configs_per_chunk=graph.num_configs)
+  [chunk] = list(chunks)
+  joined = records.join(kind, records.parse(kind, tf.constant(structure)), records.parse(kind, tf.constant(chunk)))
+  arrays = {"config_feat": graph.config_feat} if kind == "tile" else \
+      {"node_config_ids": graph.node_config_ids, "node_config_feat": graph.node_config_feat}
+  served = tf.function(lambda: records.graph_tensor_from_arrays(
+      kind, graph.node_feat, graph.node_opcode, graph.edge_index, **arrays))()
+  expected_features = {"op": ["feat", "opcode"], "config": ["config_index"]}
+  if kind == "layout":
+    expected_features.update(op=["feat", "opcode", "config_slot"], node_config=["feat"])
+  else:
+    expected_features["config"].append("feat")
+  for node_set, names in expected_features.items():
+    for name in names:
+      np.testing.assert_array_equal(served.node_sets[node_set][name].numpy(),
+                                    joined.node_sets[node_set][name].numpy(), err_msg=f"{node_set}.{name}")
+  assert set(served.edge_sets) == set(joined.edge_sets)
+  for name in joined.edge_sets:
+    for end in ("source", "target"):
+      np.testing.assert_array_equal(getattr(served.edge_sets[name].adjacency, end).numpy(),
+                                    getattr(joined.edge_sets[name].adjacency, end).numpy(), err_msg=name)
+  assert set(served.node_sets) == set(joined.node_sets)
+  assert set(served.context.features) == set(joined.context.features)
+
+
 def test_serialization_is_deterministic():
   path = sample_data.require_sample("npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz")
   graph = npz.read_graph(path)

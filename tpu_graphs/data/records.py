@@ -180,6 +180,54 @@ def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> t
   return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
 
 
+def graph_tensor_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tensor, edge_index: tf.Tensor,
+                             config_feat: Optional[tf.Tensor] = None, node_config_ids: Optional[tf.Tensor] = None,
+                             node_config_feat: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
+  """The GraphTensor `join` would give for raw TpuGraphs arrays, built with TF ops only.
+
+  This is what a served model receives: callers pass the npz arrays (tile: config_feat (c, 24);
+  layout: node_config_ids (nc,) and node_config_feat (c, nc, 18)); runtimes are unknown (zero),
+  the context names no graph, and config_index counts from 0. Traceable into a SavedModel.
+  """
+  node_feat = tf.convert_to_tensor(node_feat, tf.float32)
+  edge_index = tf.cast(edge_index, tf.int64)
+  num_nodes = tf.shape(node_feat, tf.int64)[:1]
+  op_features = {"feat": node_feat, "opcode": tf.cast(node_opcode, tf.int64)}
+  context = tfgnn.Context.from_fields(features={
+      "graph_id": tf.constant([""]), "collection": tf.constant([kind]),
+      "num_configs": tf.zeros([1], tf.int64), "num_chunks": tf.ones([1], tf.int64)}, sizes=tf.constant([1]))
+  edge_sets = {"feeds": tfgnn.EdgeSet.from_fields(
+      sizes=tf.shape(edge_index, tf.int64)[:1],
+      adjacency=tfgnn.Adjacency.from_indices(("op", edge_index[:, 1]), ("op", edge_index[:, 0])))}
+  node_sets = {}
+  features = config_feat if kind == "tile" else node_config_feat
+  features = tf.convert_to_tensor(features, tf.float32)
+  num_configs = tf.shape(features, tf.int64)[:1]
+  config_features = {"config_index": tf.range(num_configs[0]), "runtime": tf.zeros(num_configs, tf.int64)}
+  if kind == "tile":
+    config_features.update(feat=features, normalizer=tf.ones(num_configs, tf.int64))
+  else:
+    ids = tf.cast(node_config_ids, tf.int64)
+    num_slots = tf.shape(ids, tf.int64)[0]
+    op_features["config_slot"] = tf.tensor_scatter_nd_update(
+        -tf.ones(num_nodes, tf.int64), ids[:, None], tf.range(num_slots))
+    node_sets["node_split"] = tfgnn.NodeSet.from_fields(sizes=tf.zeros([1], tf.int64),
+                                                        features={"offset": tf.zeros([0], tf.int64)})
+    total = num_configs * num_slots
+    node_sets["node_config"] = tfgnn.NodeSet.from_fields(
+        sizes=total, features={"feat": tf.reshape(features, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])})
+    sources = tf.range(total[0])
+    edge_sets["belongs_to"] = tfgnn.EdgeSet.from_fields(
+        sizes=total, adjacency=tfgnn.Adjacency.from_indices(
+            ("node_config", sources), ("config", sources // tf.maximum(num_slots, 1))))
+    edge_sets["configures"] = tfgnn.EdgeSet.from_fields(
+        sizes=total, adjacency=tfgnn.Adjacency.from_indices(
+            ("node_config", sources), ("op", tf.tile(ids, tf.cast(num_configs, tf.int32)))))
+  node_sets["op"] = tfgnn.NodeSet.from_fields(sizes=num_nodes, features=op_features)
+  node_sets["config"] = tfgnn.NodeSet.from_fields(sizes=num_configs, features=config_features)
+  return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
+
+
 def config_chunks(graph: graphs.Graph, configs_per_chunk: int) -> Iterable[tuple[int, np.ndarray]]:
   """(start, rows) over the graph's config-feature array, streamed when it lives on disk."""
   features = graph.config_feat if isinstance(graph, graphs.TileGraph) else graph.node_config_feat
