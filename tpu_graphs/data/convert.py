@@ -86,7 +86,58 @@ def _shard_name(kind: str, index: int, count: int, suffix: str) -> str:
   return f"{kind}-{index:05d}-of-{count:05d}{suffix}"
 
 
-def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int, count: int,
+def conversion_settings(configs_per_chunk: int, chunk_bytes: int) -> dict:
+  """The settings a shard records: a finished shard is reused only under the same settings."""
+  return {"configs_per_chunk": configs_per_chunk, "chunk_bytes": chunk_bytes}
+
+
+def prepare_shard_dir(shard_dir: pathlib.Path) -> None:
+  """Creates shard_dir and removes the temporaries a conversion killed mid-write left there.
+
+  Call it before any shard of the directory is written, never while one is being written.
+  """
+  shard_dir.mkdir(parents=True, exist_ok=True)
+  for stale in shard_dir.glob(".*.tmp"):
+    stale.unlink()
+
+
+def convert_shard(collection: str, split: str, files, index: int, count: int, input_dir: pathlib.Path,
+                  shard_dir: pathlib.Path, settings: dict,
+                  on_graph: Callable[[], None] = lambda: None) -> tuple[dict, bool]:
+  """Writes shard `index` of `count` from `files` unless it is finished; returns (its json, written).
+
+  A shard is finished when its json names the same sources (relative to input_dir, with their
+  sha256) and settings and its record files exist. on_graph is called after each graph written.
+  """
+  sources = [{"name": str(p.relative_to(input_dir)), "sha256": file_sha256(p)} for p in files]
+  json_path = shard_dir / _shard_name("shard", index, count, ".json")
+  shard = _finished_shard(json_path, settings, sources)
+  if shard is not None:
+    return shard, False
+  return _write_shard(collection, split, files, shard_dir, index, count, settings, sources, on_graph), True
+
+
+def write_manifest(shard_dir: pathlib.Path, collection: str, split: str, settings: dict,
+                   shards: list[dict]) -> None:
+  """Writes shard_dir/manifest.json listing `shards` (their jsons, in shard order)."""
+  manifest = {"format_version": FORMAT_VERSION, "collection": collection, "split": split,
+              "settings": settings, "compression": RECORD_COMPRESSION, "shards": shards}
+  _write_json(shard_dir / "manifest.json", manifest)
+
+
+def group_summary(group: SourceGroup, shard_dir: pathlib.Path, shards: list[dict]) -> dict:
+  """One row of a ConversionSummary: what the shards of one collection and split hold."""
+  return {
+      "collection": group.collection, "split": group.split, "graphs": len(group.files),
+      "shards": len(shards), "configs": sum(g["configs"] for s in shards for g in s["graphs"]),
+      "record_bytes": sum(os.path.getsize(shard_dir / s[k]) for s in shards
+                          for k in ("structure_file", "configs_file")),
+      "npz_bytes": sum(p.stat().st_size for p in group.files),
+      "directory": str(shard_dir),
+  }
+
+
+def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, index: int, count: int,
                  settings: dict, sources: list[dict], on_graph: Callable[[], None]) -> dict:
   """Writes one shard's two record files, then its json; returns the json's content."""
   options = tf.io.TFRecordOptions(compression_type=RECORD_COMPRESSION)
@@ -97,7 +148,7 @@ def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int,
       tf.io.TFRecordWriter(str(structure_tmp), options) as structure_writer, \
       tf.io.TFRecordWriter(str(configs_tmp), options) as configs_writer:
     for path, source in zip(files, sources):
-      graph = npz.read_graph(path, collection=group.collection, split=group.split, stream_configs=True)
+      graph = npz.read_graph(path, collection=collection, split=split, stream_configs=True)
       structure, chunks = records.graph_records(graph, **settings)
       digest = hashlib.sha256(structure)
       structure_writer.write(structure)
@@ -113,7 +164,7 @@ def _write_shard(group: SourceGroup, files, shard_dir: pathlib.Path, index: int,
       })
       on_graph()
   shard = {
-      "format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
+      "format_version": FORMAT_VERSION, "collection": collection, "split": split,
       "settings": settings, "compression": RECORD_COMPRESSION,
       "structure_file": structure_path.name, "configs_file": configs_path.name,
       "structure_sha256": file_sha256(structure_path), "configs_sha256": file_sha256(configs_path),
@@ -160,7 +211,7 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
   shards finished before it stay valid and are skipped by the next run.
   """
   input_dir, output_dir = pathlib.Path(input_dir), pathlib.Path(output_dir)
-  settings = {"configs_per_chunk": configs_per_chunk, "chunk_bytes": chunk_bytes}
+  settings = conversion_settings(configs_per_chunk, chunk_bytes)
   groups = find_source_groups(input_dir)
   total = sum(len(g.files) for g in groups)
   bar = tf.keras.utils.Progbar(total, unit_name="graph", verbose=1 if progress else 0) if total else None
@@ -174,32 +225,19 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
 
   for group in groups:
     shard_dir = output_dir / group.relative_dir
-    shard_dir.mkdir(parents=True, exist_ok=True)
-    for stale in shard_dir.glob(".*.tmp"):  # left by a conversion that was killed mid-write
-      stale.unlink()
+    prepare_shard_dir(shard_dir)
     planned = plan_shards(group.files, shard_bytes)
     shards = []
     for index, files in enumerate(planned):
-      sources = [{"name": str(p.relative_to(input_dir)), "sha256": file_sha256(p)} for p in files]
-      json_path = shard_dir / _shard_name("shard", index, len(planned), ".json")
-      shard = _finished_shard(json_path, settings, sources)
-      if shard is not None:
+      shard, was_written = convert_shard(group.collection, group.split, files, index, len(planned), input_dir,
+                                         shard_dir, settings, advance)
+      if was_written:
+        written += len(files)
+      else:
         skipped += len(files)
         done += len(files)
         bar.update(done)
-      else:
-        shard = _write_shard(group, files, shard_dir, index, len(planned), settings, sources, advance)
-        written += len(files)
       shards.append(shard)
-    manifest = {"format_version": FORMAT_VERSION, "collection": group.collection, "split": group.split,
-                "settings": settings, "compression": RECORD_COMPRESSION, "shards": shards}
-    _write_json(shard_dir / "manifest.json", manifest)
-    summaries.append({
-        "collection": group.collection, "split": group.split, "graphs": len(group.files),
-        "shards": len(shards), "configs": sum(g["configs"] for s in shards for g in s["graphs"]),
-        "record_bytes": sum(os.path.getsize(shard_dir / s[k]) for s in shards
-                            for k in ("structure_file", "configs_file")),
-        "npz_bytes": sum(p.stat().st_size for p in group.files),
-        "directory": str(shard_dir),
-    })
+    write_manifest(shard_dir, group.collection, group.split, settings, shards)
+    summaries.append(group_summary(group, shard_dir, shards))
   return ConversionSummary(groups=summaries, graphs_written=written, graphs_skipped=skipped)
