@@ -26,6 +26,7 @@ import pathlib
 from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
+import tensorflow as tf
 
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
@@ -62,11 +63,20 @@ class Scale:
 
 SCALES = {
     "tiny": Scale(variants=((1, "f32"),), layout_configs=16, tile_configs=8, kernels_per_program=3),
-    "small": Scale(variants=((1, "f32"), (4, "bf16")), layout_configs=100, tile_configs=32, kernels_per_program=10),
+    "small": Scale(variants=((1, "f32"), (4, "bf16")), layout_configs=1000, tile_configs=64, kernels_per_program=10),
     "full": Scale(variants=((1, "f32"), (4, "f32"), (1, "bf16"), (8, "bf16")), layout_configs=10_000,
                   tile_configs=500, kernels_per_program=1000),
 }
 Progress = Callable[[int, int, str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedFile:
+  """A written data file and the noiseless cost-model runtimes (c,) float64 seconds of its configs
+  (for tile: divided by the default config's noiseless runtime), kept for scoring the model itself."""
+
+  path: pathlib.Path
+  noiseless_runtimes: np.ndarray
 
 
 def file_rng(seed: int, *key: str) -> np.random.Generator:
@@ -120,7 +130,7 @@ def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int,
 
 def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id: str,
                       nodes: featurize.ModuleFeatures, model: cost_model.LayoutCostModel,
-                      num_configs: int, seed: int) -> pathlib.Path:
+                      num_configs: int, seed: int) -> GeneratedFile:
   """Writes one layout graph with `num_configs` configs, streaming node_config_feat in chunks.
 
   Configs are drawn chunk by chunk from generators keyed by (file, chunk), once to label them and
@@ -150,7 +160,7 @@ def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id:
   npz.write_npz(path, arrays)
   if split == "test":
     _write_labels(root, path, measured)
-  return path
+  return GeneratedFile(path, runtimes)
 
 
 def _write_labels(root: pathlib.Path, data_path: pathlib.Path, labels: np.ndarray) -> None:
@@ -198,7 +208,7 @@ def tile_candidates(work: cost_model.KernelWork, rng: np.random.Generator) -> li
 
 
 def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_configs: int,
-                    seed: int) -> Optional[pathlib.Path]:
+                    seed: int) -> Optional[GeneratedFile]:
   """Writes one kernel's tile graph; None when it has fewer than two valid tile sizes."""
   key = ("tile:xla", graph_id)
   work = cost_model.kernel_work(kernel)
@@ -213,8 +223,9 @@ def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_c
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
       output_bounds=candidates[i][0], kernel_bounds=candidates[i][1])) for i in picked])
   noise = file_rng(seed, *key, "noise")
-  measured = cost_model.measure(np.asarray([cost_model.tile_runtime(work, *candidates[i]) for i in picked]), noise)
-  normalizer = cost_model.measure(np.asarray([cost_model.tile_runtime(work, *candidates[default])]), noise)
+  runtimes = np.asarray([cost_model.tile_runtime(work, *candidates[i]) for i in picked])
+  measured = cost_model.measure(runtimes, noise)
+  normalizer = cost_model.measure(runtimes[:1], noise)
   normalizers = np.full(len(picked), normalizer[0], np.int64)
   nodes = featurize.module_features(kernel, f"generated kernel {graph_id}")
   labelled = split != "test"
@@ -226,7 +237,7 @@ def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_c
   npz.write_npz(path, arrays)
   if not labelled:
     _write_labels(root, path, np.stack([measured, normalizers], axis=1))
-  return path
+  return GeneratedFile(path, runtimes / runtimes[0])
 
 
 def distinct_kernels(optimized) -> list:
@@ -261,7 +272,7 @@ machine and featurized by `tpu_graphs/hlo`.
 
 
 def generate(output_dir, scale: str = "small", seed: int = 0, architectures: Optional[Sequence[str]] = None,
-             configs_per_graph: Optional[int] = None, progress: Optional[Progress] = None) -> list[pathlib.Path]:
+             configs_per_graph: Optional[int] = None, progress: Optional[Progress] = None) -> list[GeneratedFile]:
   """Generates all five collections from the zoo; returns the written data files.
 
   Args:
@@ -291,10 +302,10 @@ def generate(output_dir, scale: str = "small", seed: int = 0, architectures: Opt
     for index in order:
       if kept == settings.kernels_per_program:
         break
-      path = write_tile_file(root, split, f"{program.name}.{int(index):03d}", kernels[index],
-                             settings.tile_configs, seed)
-      if path is not None:
-        written.append(path)
+      generated = write_tile_file(root, split, f"{program.name}.{int(index):03d}", kernels[index],
+                                  settings.tile_configs, seed)
+      if generated is not None:
+        written.append(generated)
         kept += 1
     if progress:
       progress(done + 1, len(todo), program.name)
@@ -303,3 +314,24 @@ def generate(output_dir, scale: str = "small", seed: int = 0, architectures: Opt
         scale=scale, seed=seed, version=GENERATOR_VERSION, programs=", ".join(p.name for p in todo),
         architectures=f" --architectures {','.join(architectures)}" if architectures else ""))
   return written
+
+
+def generate_stress(output_dir, seed: int = 0, min_nodes: int = 20_000, num_configs: int = MAX_CONFIGS,
+                    layers_per_step: int = 8) -> GeneratedFile:
+  """One NLP-sized layout file: a Transformer encoder deep enough for `min_nodes` nodes, with
+  `num_configs` random-search configs, written in streaming fashion (train split)."""
+  architecture = zoo.ARCHITECTURES_BY_NAME["transformer_encoder"]
+  spec_shape = (1,) + architecture.input_shape
+  layers = layers_per_step
+  while True:
+    program = zoo.Program(architecture, 1, "f32")
+    zoo.build_model(program)  # clears the Keras session and sets the dtype policy
+    model = zoo.transformer_encoder(architecture.input_shape, num_layers=layers)
+    compiled = zoo.compile_model(model, tf.TensorSpec(spec_shape, tf.int32), program, optimized=False)
+    graph_id = f"transformer_encoder_{layers}.b1.f32"
+    nodes, cost = layout_model(compiled.module, graph_id, seed)
+    if nodes.num_nodes >= min_nodes:
+      break
+    layers = math.ceil(layers * min_nodes / nodes.num_nodes) + 1
+  return write_layout_file(pathlib.Path(output_dir), "layout:nlp:random", "train", graph_id, nodes, cost,
+                           min(num_configs, MAX_CONFIGS), seed)

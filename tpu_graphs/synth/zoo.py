@@ -14,7 +14,7 @@ compiles in about a minute on two cores.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Optional
 
 import tensorflow as tf
 from tensorflow.compiler.xla.service import hlo_pb2
@@ -58,7 +58,7 @@ class CompiledProgram:
 
   program: Program
   module: hlo_pb2.HloModuleProto
-  optimized: hlo_pb2.HloModuleProto
+  optimized: Optional[hlo_pb2.HloModuleProto]
 
 
 def _application(constructor: Callable) -> Callable[[tuple], tf.keras.Model]:
@@ -197,13 +197,15 @@ def build_model(program: Program) -> tf.keras.Model:
     tf.keras.mixed_precision.set_global_policy(policy)
 
 
-def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program) -> CompiledProgram:
-  """Traces `model` on `input_spec` and asks XLA for the unoptimized and the optimized module."""
+def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program,
+                  optimized: bool = True) -> CompiledProgram:
+  """Traces `model` on `input_spec` and asks XLA for the unoptimized and (if `optimized`, else
+  None) the optimized module."""
   forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
   return CompiledProgram(
       program=program,
       module=from_tensorflow.hlo_module(forward, input_spec),
-      optimized=from_tensorflow.hlo_module(forward, input_spec, optimized=True))
+      optimized=from_tensorflow.hlo_module(forward, input_spec, optimized=True) if optimized else None)
 
 
 def compile_program(program: Program) -> CompiledProgram:

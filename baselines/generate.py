@@ -1,0 +1,50 @@
+"""Generates a TpuGraphs-format dataset (GENERATED data: cost-model labels, real XLA graphs).
+
+  python baselines/generate.py --output_dir out/generated --scale small --seed 0
+  bazel run //baselines:generate -- --output_dir ... --scale tiny
+
+Compiles the model zoo with XLA, writes all five collections (see tpu_graphs/synth/generate.py)
+with a progress bar, then prints the statistics table of what was written. The embedded dataset
+is `--output_dir data/generated --scale small --seed 0`.
+"""
+
+import sys
+import time
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import statistics
+from tpu_graphs.synth import generate
+
+_OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Root of the generated tree.", required=True)
+_SCALE = flags.DEFINE_enum("scale", "small", sorted(generate.SCALES), "How much to generate.")
+_SEED = flags.DEFINE_integer("seed", 0, "Generation seed.")
+_ARCHITECTURES = flags.DEFINE_list("architectures", None, "Zoo architectures to generate (default all).")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer(
+    "configs_per_graph", None, f"Layout configs per graph (default: the scale's; at most {generate.MAX_CONFIGS}).")
+
+
+def progress_bar(start: float):
+  """A progress(done, total, what) callback drawing one updating line on stderr."""
+  def show(done: int, total: int, what: str) -> None:
+    filled = round(30 * done / total)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {what:<32} "
+                     f"{time.time() - start:6.1f}s")
+    if done == total:
+      sys.stderr.write("\n")
+    sys.stderr.flush()
+  return show
+
+
+def main(argv):
+  del argv
+  start = time.time()
+  files = generate.generate(_OUTPUT_DIR.value, _SCALE.value, _SEED.value, _ARCHITECTURES.value,
+                            _CONFIGS_PER_GRAPH.value, progress_bar(start))
+  print(f"Wrote {len(files)} GENERATED files to {_OUTPUT_DIR.value} in {time.time() - start:.0f}s\n")
+  print(statistics.format_table(statistics.directory_statistics(f"{_OUTPUT_DIR.value}/npz")))
+
+
+if __name__ == "__main__":
+  programs.run(main)

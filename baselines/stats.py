@@ -1,0 +1,32 @@
+"""Prints the statistics table (graphs, nodes, edges, configs, nc/n per collection and split).
+
+  python baselines/stats.py --data_dir data/generated/npz
+  python baselines/stats.py --data_dir ../shared/tpugraphs_sample/npz
+
+Every file is validated on the way (config features are streamed, not loaded).
+"""
+
+import sys
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import graphs
+from tpu_graphs.data import statistics
+
+_DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
+
+
+def main(argv):
+  del argv
+  try:
+    rows = statistics.directory_statistics(_DATA_DIR.value)
+  except graphs.GraphFileError as error:
+    sys.exit(f"stats: invalid file {error}")
+  if not rows:
+    sys.exit(f"stats: no .npz files under {_DATA_DIR.value}")
+  print(statistics.format_table(rows))
+
+
+if __name__ == "__main__":
+  programs.run(main)

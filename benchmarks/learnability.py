@@ -1,0 +1,95 @@
+"""Learnability of generated data: per collection, the test-split score of a random ranker, of a
+ridge regression on summed config features (no graph), and of the noiseless cost model.
+
+  python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0]
+
+Scores: layout, mean Kendall tau over graphs; tile, mean of 2 - best runtime in the predicted
+top 5 / best runtime (the competition's slowdown score; 1 is perfect). The noiseless runtimes
+come from regenerating the test architectures (the bytes must match --data_dir, which is checked),
+so the cost-model row says how much the 1% measurement noise alone costs.
+"""
+
+import pathlib
+import sys
+import tempfile
+
+import numpy as np
+from absl import app
+from absl import flags
+
+from tpu_graphs.data import graphs
+from tpu_graphs.data import npz
+from tpu_graphs.synth import generate
+
+_DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
+_SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
+_SEED = flags.DEFINE_integer("seed", 0, "The seed it was generated with.")
+COLLECTIONS = ("tile/xla", "layout/xla/default", "layout/xla/random", "layout/nlp/default", "layout/nlp/random")
+
+
+def kendall_tau(predicted: np.ndarray, actual: np.ndarray) -> float:
+  """Kendall's tau-a of two (c,) arrays."""
+  i, j = np.triu_indices(len(actual), 1)
+  return float(np.mean(np.sign(predicted[i] - predicted[j]) * np.sign(actual[i] - actual[j])))
+
+
+def top5_slowdown_score(predicted: np.ndarray, actual: np.ndarray) -> float:
+  return float(2 - actual[np.argsort(predicted, kind="stable")[:5]].min() / actual.min())
+
+
+def config_features(graph: graphs.Graph) -> np.ndarray:
+  """(c, f) features without the graph: tile config features, or layout features summed over nodes."""
+  if isinstance(graph, graphs.TileGraph):
+    raw = graph.config_feat.astype(np.float64)
+  else:
+    raw = np.concatenate([graph.node_config_feat.sum(1), (graph.node_config_feat != -1).sum(1)], axis=1)
+  return np.concatenate([raw, np.log1p(np.abs(raw))], axis=1)
+
+
+def standardized(values: np.ndarray) -> np.ndarray:
+  logs = np.log(values)
+  return (logs - logs.mean()) / (logs.std() + 1e-12)
+
+
+def fit_ridge(graph_list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  x = np.concatenate([config_features(g) for g in graph_list])
+  y = np.concatenate([standardized(g.runtimes()) for g in graph_list])
+  mean, scale = x.mean(0), x.std(0) + 1e-9
+  z = (x - mean) / scale
+  weights = np.linalg.solve(z.T @ z + 1.0 * np.eye(z.shape[1]), z.T @ (y - y.mean()))
+  return mean, scale, weights
+
+
+def main(argv):
+  del argv
+  root = pathlib.Path(_DATA_DIR.value)
+  test_architectures = sorted(a for a, s in generate.SPLIT_OF_ARCHITECTURE.items() if s == "test")
+  with tempfile.TemporaryDirectory() as scratch:
+    regenerated = generate.generate(scratch, _SCALE.value, _SEED.value, architectures=test_architectures)
+    noiseless = {}
+    for item in regenerated:
+      relative = item.path.relative_to(scratch)
+      if (root / relative).read_bytes() != item.path.read_bytes():
+        sys.exit(f"learnability: {root / relative} differs from its regeneration; wrong --scale/--seed?")
+      noiseless[str(relative)] = item.noiseless_runtimes
+  rng = np.random.default_rng(0)
+  print("| collection | test graphs | random | ridge on summed config features | noiseless cost model |")
+  print("|---|---:|---:|---:|---:|")
+  for collection in COLLECTIONS:
+    train = [npz.read_graph(p) for p in sorted((root / "npz" / collection / "train").glob("*.npz"))]
+    mean, scale, weights = fit_ridge(train)
+    score = kendall_tau if collection.startswith("layout") else top5_slowdown_score
+    rows = {"random": [], "ridge": [], "model": []}
+    for path in sorted((root / "npz" / collection / "test").glob("*.npz")):
+      graph = npz.read_graph(path)
+      labels = np.load(root / "test_labels" / collection / (path.stem + ".npy"))
+      actual = labels.astype(np.float64) if labels.ndim == 1 else labels[:, 0] / labels[:, 1]
+      rows["random"].append(score(rng.random(len(actual)), actual))
+      rows["ridge"].append(score(((config_features(graph) - mean) / scale) @ weights, actual))
+      rows["model"].append(score(noiseless[str(path.relative_to(root))], actual))
+    print(f"| {collection.replace('/', ':')} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
+          f"{np.mean(rows['ridge']):.3f} | {np.mean(rows['model']):.3f} |")
+
+
+if __name__ == "__main__":
+  app.run(main)

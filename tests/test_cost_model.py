@@ -1,0 +1,102 @@
+"""The analytical cost model behind generated data: tiling, copies, bitcasts, tiles, noise."""
+
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import from_tensorflow
+from tpu_graphs.synth import cost_model
+
+
+def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
+  assert cost_model.padded_elements([4, 128, 256], [2, 1, 0]) == 4 * 128 * 256
+  # 3 elements minor-most pad to 128 lanes; 5 second-minor pad to 8 sublanes.
+  assert cost_model.padded_elements([2, 5, 3], [2, 1, 0]) == 2 * 8 * 128
+  assert cost_model.padded_elements([2, 5, 3], [1, 2, 0]) == 2 * 128 * 8
+  assert cost_model.padded_elements([300], [0]) == 384
+
+
+def test_layout_choices_start_with_the_default_and_are_permutations():
+  for rank in (1, 2, 4, 5):
+    choices = cost_model.layout_choices(rank)
+    assert choices[0].tolist() == list(range(rank - 1, -1, -1))
+    assert (np.sort(choices, axis=1) == np.arange(rank)).all()
+    assert len({tuple(c) for c in choices}) == len(choices)
+  assert len(cost_model.layout_choices(4)) == 24
+
+
+def _transpose_program():
+  def program(x, w):
+    y = tf.transpose(tf.tanh(x), [0, 2, 1])
+    return tf.matmul(y, w)
+  module = from_tensorflow.hlo_module(program, tf.TensorSpec([4, 64, 256]), tf.TensorSpec([4, 64, 128]))
+  nodes = featurize.module_features(module)
+  costed = cost_model.costed_nodes(module)
+  configurable = [i for i, inst in enumerate(nodes.instructions) if inst.opcode in ("transpose", "dot")]
+  return nodes, cost_model.LayoutCostModel(nodes.instructions, costed, configurable)
+
+
+def test_a_consumer_wanting_another_layout_pays_a_copy():
+  nodes, model = _transpose_program()
+  default = np.zeros((1, len(model.variables)), np.int64)
+  changed = default.copy()
+  transpose_operand = model.node_variables[0, 1]  # the transpose's operand slot
+  changed[0, transpose_operand] = 1
+  copy_bytes = model.variables[transpose_operand].padded_bytes[[0, 1]].sum()
+  assert model.runtimes(changed)[0] > model.runtimes(default)[0] + copy_bytes / cost_model.HBM_BYTES_PER_SECOND * 0.5
+
+
+def test_a_transpose_whose_layouts_keep_memory_order_is_free():
+  nodes, model = _transpose_program()
+  transpose = nodes.instructions[model.configurable_nodes[0]]
+  assert transpose.opcode == "transpose"
+  result, operand = model.variables[model.node_variables[0, 0]], model.variables[model.node_variables[0, 1]]
+  free = cost_model._bitcast_pairs(transpose, result, operand)
+  # Exactly one operand layout per result layout keeps memory order: the permuted one.
+  assert (free.sum(axis=1) == 1).all()
+  permutation = np.asarray(transpose.dimensions)
+  assert (operand.choices[free.argmax(axis=1)] == permutation[result.choices]).all()
+
+
+def test_runtimes_are_table_lookups_matching_the_feature_encoding():
+  _, model = _transpose_program()
+  rng = np.random.default_rng(0)
+  sizes = [len(v.choices) for v in model.variables]
+  choices = np.stack([rng.integers(0, s, 50) for s in sizes], axis=1)
+  feats = model.config_features(choices)
+  assert feats.shape == (50, len(model.configurable_nodes), 18)
+  v = model.node_variables[1, 0]
+  rank = len(model.variables[v].dims)
+  assert (feats[:, 1, :rank] == model.variables[v].choices[choices[:, v]]).all()
+  assert np.all(np.isfinite(model.runtimes(choices))) and model.runtimes(choices).min() > 0
+
+
+def _work(dims=(64, 512), flops=1e8, input_bytes=4e6):
+  return cost_model.KernelWork(output_dims=dims, output_minor_to_major=(1, 0), output_element_bytes=4,
+                               flops=flops, input_bytes=input_bytes, uses_mxu=False, convolution_features=None)
+
+
+def test_tiles_that_overflow_on_chip_memory_are_invalid():
+  assert cost_model.tile_runtime(_work(dims=(4096, 4096)), (4096, 4096)) == float("inf")
+  assert np.isfinite(cost_model.tile_runtime(_work(dims=(4096, 4096)), (256, 512)))
+
+
+def test_tiny_and_misaligned_tiles_are_slower_than_aligned_ones():
+  work = _work()
+  aligned = cost_model.tile_runtime(work, (8, 512))
+  assert cost_model.tile_runtime(work, (1, 1)) > 10 * aligned  # per-tile overhead
+  assert cost_model.tile_runtime(work, (8, 100)) > aligned  # 100 lanes padded to 128
+
+
+def test_measurement_noise_is_about_one_percent_and_seeded():
+  true = np.full(20000, 1e-3)
+  measured = cost_model.measure(true, np.random.default_rng(3))
+  assert abs(measured.std() / measured.mean() - cost_model.NOISE_FRACTION) < 0.001
+  assert (measured == cost_model.measure(true, np.random.default_rng(3))).all()
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

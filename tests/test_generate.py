@@ -1,0 +1,81 @@
+"""Generated datasets: the format, test labels, and byte-identical regeneration of data/generated."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from tpu_graphs.data import convert
+from tpu_graphs.data import npz
+from tpu_graphs.data import statistics
+from tpu_graphs.synth import generate
+
+EMBEDDED = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated"
+# Fast-compiling architectures covering all five collections and all three splits.
+SUBSET = ("unet", "lstm", "gru")
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+  root = tmp_path_factory.mktemp("generated")
+  files = generate.generate(root, "small", 0, architectures=SUBSET)
+  return root, [item.path for item in files]
+
+
+def test_regenerating_the_embedded_subset_gives_identical_bytes(regenerated):
+  root, files = regenerated
+  if not (EMBEDDED / "npz").is_dir():
+    pytest.skip(f"embedded dataset {EMBEDDED} not found")
+  assert len(files) > 10
+  for path in files + sorted((root / "test_labels").rglob("*.npy")):
+    relative = path.relative_to(root)
+    assert (EMBEDDED / relative).read_bytes() == path.read_bytes(), relative
+
+
+def test_every_collection_is_written_and_valid(regenerated):
+  root, _ = regenerated
+  rows = statistics.directory_statistics(root / "npz")
+  assert {row.collection for row in rows} == set(statistics._COLLECTION_ORDER)
+  for row in rows:
+    if row.configurable_fraction_median is not None:
+      assert 0.01 <= row.configurable_fraction_median <= 0.05
+
+
+def test_test_files_are_unlabelled_and_their_labels_kept_beside(regenerated):
+  root, _ = regenerated
+  tests = sorted((root / "npz").rglob("test/*.npz"))
+  assert tests
+  for path in tests:
+    graph = npz.read_graph(path)
+    labels = np.load(root / "test_labels" / path.relative_to(root / "npz").with_suffix(".npy"))
+    assert (graph.config_runtime == 0).all() and labels.shape[0] == graph.num_configs and labels.min() > 0
+
+
+def test_tile_normalizer_is_the_default_configs_own_measurement(regenerated):
+  root, _ = regenerated
+  for path in sorted((root / "npz" / "tile").rglob("train/*.npz")):
+    graph = npz.read_graph(path)
+    normalizer = graph.config_runtime_normalizers[0]
+    assert (graph.config_runtime_normalizers == normalizer).all()
+    # Config 0 is the default; both are ~1%-noisy measurements of the same true runtime.
+    assert abs(graph.config_runtime[0] / normalizer - 1) < 0.08
+
+
+def test_default_search_changes_few_nodes_and_random_search_sets_all(regenerated):
+  root, _ = regenerated
+  default = npz.read_graph(root / "npz/layout/xla/default/test/unet.b1.f32.npz").node_config_feat
+  random = npz.read_graph(root / "npz/layout/xla/random/test/unet.b1.f32.npz").node_config_feat
+  explicit = (default != -1).any(-1)
+  assert not explicit[0].any() and (explicit[1:].sum(-1) >= 1).all() and (explicit[1:].sum(-1) <= 3).all()
+  assert (random != -1).any(-1).all()
+
+
+def test_generated_files_convert_to_records(regenerated, tmp_path):
+  root, _ = regenerated
+  summary = convert.convert_directory(root / "npz", tmp_path / "records", progress=False)
+  assert summary.graphs_written == len(list((root / "npz").rglob("*.npz")))
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
