@@ -82,7 +82,7 @@ def main(argv):
     rows = {"random": [], "ridge": [], "model": []}
     for path in sorted((root / "npz" / collection / "test").glob("*.npz")):
       graph = npz.read_graph(path)
-      labels = np.load(root / "test_labels" / collection / (path.stem + ".npy"))
+      labels = np.load(root / "test_labels" / collection / "test" / (path.stem + ".npy"))
       actual = labels.astype(np.float64) if labels.ndim == 1 else labels[:, 0] / labels[:, 1]
       rows["random"].append(score(rng.random(len(actual)), actual))
       rows["ridge"].append(score(((config_features(graph) - mean) / scale) @ weights, actual))
