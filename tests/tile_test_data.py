@@ -53,3 +53,17 @@ def tile_records(root, graphs_per_split: dict, num_configs: int = 24, seed: int 
   npz_root = write_tile_tree(root, graphs_per_split, num_configs, seed)
   convert.convert_directory(npz_root, pathlib.Path(root) / "records", progress=False)
   return pathlib.Path(root) / "records" / "tile" / "xla"
+
+
+def tile_graph_tensors(root, count: int, num_configs: int = 6, seed: int = 0) -> list:
+  """`count` scalar tile GraphTensors (all configs each), read back through the records reader."""
+  from tpu_graphs.data import readers  # TensorFlow only for the tests that need graphs
+  records = tile_records(root, {"valid": count}, num_configs, seed)
+  return list(readers.evaluation_dataset(records / "valid"))
+
+
+def merged_batch(graphs: list):
+  """One GraphTensor holding `graphs` as its components, as the trainer batches them."""
+  import tensorflow as tf
+  dataset = tf.data.Dataset.from_generator(lambda: iter(graphs), output_signature=graphs[0].spec.relax(num_nodes=True, num_edges=True))
+  return next(iter(dataset.batch(len(graphs)).map(lambda g: g.merge_batch_to_components())))

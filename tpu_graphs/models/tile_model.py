@@ -28,7 +28,7 @@ def _config_lists(graph: tfgnn.GraphTensor, values: tf.Tensor) -> tf.Tensor:
 
 def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
   """(c, 2) [graph, position in its list] of every config node."""
-  sizes = graph.node_sets["config"].sizes
+  sizes = tf.cast(graph.node_sets["config"].sizes, tf.int64)
   graph_ids = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
   starts = tf.cumsum(sizes, exclusive=True)
   positions = tf.range(tf.reduce_sum(sizes)) - tf.gather(starts, graph_ids)

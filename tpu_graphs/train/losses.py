@@ -45,10 +45,11 @@ class WeightedRankingLoss(tf.keras.losses.Loss):
                       for loss, weight in parse_loss_spec(spec).items()]
 
   def call(self, labels, predictions):
-    """(b, k) labels and predictions -> (b,) loss per list."""
+    """(b, k) labels and predictions -> (b,) loss per list; 0 for lists with no valid slot."""
     per_list = [weight * tf.reduce_sum(tf.reshape(loss(labels, predictions), [tf.shape(labels)[0], -1]), axis=1)
                 for loss, weight in self._weighted]
-    return tf.add_n(per_list)
+    # ListMLE gives an all-padded list (e.g. TPU padding's filler graph) a constant log(k!).
+    return tf.where(tf.reduce_any(labels >= 0, axis=1), tf.add_n(per_list), 0.0)
 
   def get_config(self):
     return {"spec": self.spec, "name": self.name}

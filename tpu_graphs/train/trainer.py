@@ -71,8 +71,15 @@ def _write_json(path: pathlib.Path, content) -> None:
     temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-def _merged_batches(graphs: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
-  return graphs.batch(batch_size, drop_remainder=True).map(lambda g: g.merge_batch_to_components())
+# Parsed records index with int32, sampled training graphs with int64; the scorer (and the model
+# exported from it) sees one dtype, the one tfgnn.parse_example gives.
+INDICES_DTYPE = tf.int32
+
+
+def _merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+  """Batches of `batch_size` scalar GraphTensors merged into one GraphTensor of as many components."""
+  return graphs.batch(batch_size, drop_remainder=drop_remainder).map(
+      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
 
 
 def steps_per_epoch(records_dir, batch_size: int) -> int:
@@ -97,7 +104,9 @@ def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int, 
   epochs = []
   for epoch in range(first_epoch, config.epochs):
     graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch)
-    batches = _merged_batches(graphs, batch_size).take(batches_per_epoch)
+    # Static batch sizes only where padding makes every shape static: MirroredStrategy's
+    # iterator must be able to make empty batches of the element spec.
+    batches = _merged_batches(graphs, batch_size, drop_remainder=bool(constraints)).take(batches_per_epoch)
     epochs.append(padding.pad_batches(batches, constraints) if constraints else batches)
   inputs = epochs[0]
   for epoch in epochs[1:]:
@@ -119,7 +128,7 @@ def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_s
             scorer(graph))
 
   parts: dict[str, list] = {}
-  batches = readers.evaluation_dataset(records_dir).batch(batch_size).map(lambda g: g.merge_batch_to_components())
+  batches = _merged_batches(readers.evaluation_dataset(records_dir), batch_size, drop_remainder=False)
   for graph in batches:
     keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
     for key in dict.fromkeys(keys):  # graphs in order of appearance
@@ -231,6 +240,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0, replicas, constraints).element_spec[0]
+  if constraints is None:  # the scorer also serves evaluation and export, on any number of graphs
+    spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
     model = RankingModel(scorer, task, config.configs_per_graph)

@@ -1,0 +1,48 @@
+"""Weighted TF-Ranking loss mixes: spec parsing, masking of padded slots, per-list values."""
+
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_ranking as tfr
+
+from tpu_graphs.train import losses
+
+
+def test_spec_gives_weights_and_bare_names_weigh_one():
+  assert losses.parse_loss_spec("listmle:1,mse:0.02") == {"listmle": 1.0, "mse": 0.02}
+  assert losses.parse_loss_spec("pairwise_hinge") == {"pairwise_hinge": 1.0}
+
+
+def test_unknown_loss_and_bad_weight_are_named():
+  with pytest.raises(ValueError, match="'softmax'"):
+    losses.parse_loss_spec("softmax:1")
+  with pytest.raises(ValueError, match="'x'"):
+    losses.parse_loss_spec("mse:x")
+
+
+def test_padded_slots_and_lists_do_not_change_the_loss():
+  labels = tf.constant([[2.0, 0.0, 1.0]])
+  logits = tf.constant([[0.3, -0.2, 0.9]])
+  padded_labels = tf.constant([[2.0, 0.0, 1.0, -1.0], [-1.0, -1.0, -1.0, -1.0]])
+  padded_logits = tf.constant([[0.3, -0.2, 0.9, 5.0], [1.0, 2.0, 3.0, 4.0]])
+  loss = losses.WeightedRankingLoss("listmle:1,pairwise_hinge:0.5,mse:0.1").call
+  per_list = loss(labels, logits).numpy()
+  padded = loss(padded_labels, padded_logits).numpy()
+  assert padded[0] == pytest.approx(per_list[0], rel=1e-5)
+  assert padded[1] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_mix_is_weighted_sum_of_tf_ranking_losses_per_list():
+  labels = tf.constant([[2.0, 0.0, 1.0], [0.0, 1.0, -1.0]])
+  logits = tf.constant([[0.3, -0.2, 0.9], [0.5, 0.1, 0.0]])
+  mix = losses.WeightedRankingLoss("pairwise_hinge:0.5,mse:2")(labels, logits).numpy()
+  # TF-Ranking's own sums over both lists, divided by 2 lists.
+  hinge = tfr.keras.losses.PairwiseHingeLoss(reduction="sum")(labels, logits).numpy()
+  mse = tfr.keras.losses.MeanSquaredLoss(reduction="sum")(labels, logits).numpy()
+  assert mix == pytest.approx((0.5 * hinge + 2 * mse) / 2, rel=1e-5)
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

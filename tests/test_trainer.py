@@ -1,0 +1,102 @@
+"""The trainer end to end on small learnable tile data: learning, resume, strategies, outputs."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tile_test_data
+from tpu_graphs.models import tile_model
+from tpu_graphs.train import metrics, tasks, trainer
+
+try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
+  tf.config.set_logical_device_configuration(
+      tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+except RuntimeError:
+  pass
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+  return tile_test_data.tile_records(tmp_path_factory.mktemp("tile"), {"train": 16, "valid": 6, "test": 2})
+
+
+def _config(records, out_dir, **overrides):
+  settings = dict(train_dir=str(records / "train"), valid_dir=str(records / "valid"), out_dir=str(out_dir),
+                  epochs=3, batch_size=4, configs_per_graph=8, learning_rate=3e-3, verbose=0)
+  return trainer.TrainingConfig(**{**settings, **overrides})
+
+
+def _build(spec):
+  return tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=1)
+
+
+def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp_path):
+  config = _config(records, tmp_path / "run", epochs=6, test_dir=str(records / "test"))
+  result = trainer.run(tasks.TileTask(), _build, config)
+  losses = [epoch["loss"] for epoch in result["history"]]
+  assert losses[-1] < losses[0]
+  rng = np.random.default_rng(0)
+  scored = trainer.score_records(tasks.TileTask(), tf.keras.models.load_model(str(tmp_path / "run" / "model")),
+                                 records / "valid")
+  random_score = np.mean([metrics.tile_score(runtimes, rng.random(runtimes.size))
+                          for runtimes, _ in scored.values() for _ in range(200)])
+  assert result["valid"]["mean"]["tile_score"] > random_score
+  assert result["valid"]["mean"]["opa"] > 0.6
+  saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+  assert saved["valid"]["graphs"] == 6 and len(saved["valid"]["per_graph"]) == 6
+  assert json.loads((tmp_path / "run" / "config.json").read_text())["epochs"] == 6
+  with open(tmp_path / "run" / "predictions.csv") as stream:
+    rows = list(csv.reader(stream))
+  assert rows[0] == ["ID", "TopConfigs"] and len(rows) == 3
+  for graph_key, top in rows[1:]:
+    assert graph_key.startswith("tile:xla:test_kernel_")
+    indices = [int(i) for i in top.split(";")]
+    assert len(indices) == 5 == len(set(indices)) and all(0 <= i < 24 for i in indices)
+
+
+class _KillAfterEpoch(tf.keras.callbacks.Callback):
+  def __init__(self, epoch):
+    super().__init__()
+    self.epoch = epoch
+
+  def on_epoch_end(self, epoch, logs=None):
+    if epoch == self.epoch:
+      raise KeyboardInterrupt("simulated kill")
+
+
+def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(records, tmp_path):
+  task = tasks.TileTask()
+  trainer.run(task, _build, _config(records, tmp_path / "whole"))
+  with pytest.raises(KeyboardInterrupt):
+    trainer.run(task, _build, _config(records, tmp_path / "killed"), callbacks=[_KillAfterEpoch(1)])
+  assert not (tmp_path / "killed" / "metrics.json").exists()
+  resumed = trainer.run(task, _build, _config(records, tmp_path / "killed"))
+  assert [h["epoch"] for h in resumed["history"]] == [0, 1, 2]
+  whole = tf.keras.models.load_model(str(tmp_path / "whole" / "model"))
+  after_kill = tf.keras.models.load_model(str(tmp_path / "killed" / "model"))
+  for expected, actual in zip(whole.get_weights(), after_kill.get_weights()):
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_mirrored_strategy_on_two_cpus_follows_the_default_loss_curve(records, tmp_path):
+  if len(tf.config.list_logical_devices("CPU")) < 2:  # TensorFlow started before this module
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                                "-k", "mirrored"], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stdout[-3000:]
+    return
+  task = tasks.TileTask()
+  default = trainer.run(task, _build, _config(records, tmp_path / "default"), strategy=tf.distribute.get_strategy())
+  mirrored_strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  mirrored = trainer.run(task, _build, _config(records, tmp_path / "mirrored"), strategy=mirrored_strategy)
+  assert json.loads((tmp_path / "mirrored" / "config.json").read_text())["replicas"] == 2
+  np.testing.assert_allclose([h["loss"] for h in mirrored["history"]], [h["loss"] for h in default["history"]],
+                             rtol=1e-3)
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
