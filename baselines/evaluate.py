@@ -1,0 +1,59 @@
+"""Scores every config of one split with a trained tile model: metrics and/or predictions CSV.
+
+  python baselines/evaluate.py --run_dir out/tiles --split valid
+  python baselines/evaluate.py --run_dir out/tiles --data_root <TpuGraphs>/npz --split test --out_dir out/eval
+
+Reads <run_dir>/model (written by tiles_train.py), converts the split's npz files to records
+(into <out_dir>/records, reused when finished) and writes <out_dir>/metrics_<split>.json (splits
+with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.csv (`ID,TopConfigs`).
+"""
+
+import json
+import pathlib
+import sys
+
+from absl import flags
+import tensorflow as tf
+
+from tpu_graphs import programs
+from tpu_graphs.data import convert, graphs, npz
+from tpu_graphs.train import tasks, trainer
+
+EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
+
+_RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py.")
+_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
+_SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
+_OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
+
+
+def main(argv):
+  del argv
+  run_dir = pathlib.Path(_RUN_DIR.value)
+  out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
+  split_dir = pathlib.Path(_DATA_ROOT.value) / "tile" / "xla" / _SPLIT.value
+  if not (run_dir / "model").is_dir():
+    sys.exit(f"evaluate: {run_dir / 'model'} not found; train with baselines/tiles_train.py first")
+  if not split_dir.is_dir():
+    sys.exit(f"evaluate: {split_dir} not found; pass --data_root=<TpuGraphs npz tree>")
+  out_dir.mkdir(parents=True, exist_ok=True)
+  try:
+    convert.convert_directory(split_dir, out_dir / "records")
+  except graphs.GraphFileError as error:
+    sys.exit(f"evaluate: invalid input file {error}")
+  task = tasks.TileTask()
+  scorer = tf.keras.models.load_model(str(run_dir / "model"))
+  scored = trainer.score_records(task, scorer, out_dir / "records" / "tile" / "xla" / _SPLIT.value)
+  trainer.write_predictions(task, scored, out_dir / f"predictions_{_SPLIT.value}.csv")
+  if all(runtimes.min() > 0 for runtimes, _ in scored.values()):
+    result = trainer.evaluate(task, scored)
+    with npz.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
+      temporary.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(result["mean"], indent=1))
+  else:
+    print(f"{_SPLIT.value}: no measured runtimes; predictions only")
+  print(f"wrote {out_dir}")
+
+
+if __name__ == "__main__":
+  programs.run(main)

@@ -1,0 +1,69 @@
+"""Trains a tile:xla ranking model and writes a run directory (see tpu_graphs/train/trainer.py).
+
+  python baselines/tiles_train.py --out_dir out/tiles --epochs 10
+  python baselines/tiles_train.py --data_root <TpuGraphs>/npz --out_dir out/tiles_real --tpu local
+  bazel run //baselines:tiles_train -- --out_dir ...
+
+The npz tree under --data_root is converted to records first (into --records_dir, default
+<out_dir>/records; finished shards are reused). Rerunning with the same --out_dir resumes a killed
+run from its last epoch. The run directory gets config.json, metrics.json (validation metrics,
+per kernel), predictions.csv (test split, `ID,TopConfigs`), model/ and TensorBoard logs/.
+"""
+
+import json
+import pathlib
+import sys
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import convert, graphs
+from tpu_graphs.models import gnn, tile_model
+from tpu_graphs.train import strategies, tasks, trainer
+
+EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
+
+_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/{train,valid,test}.")
+_RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
+_OUT_DIR = flags.DEFINE_string("out_dir", "out/tiles", "The run directory.")
+_EPOCHS = flags.DEFINE_integer("epochs", 10, "Training epochs (each sees every graph chunk once).")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 8, "Graphs per step, over all replicas.")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 16, "Configs sampled per graph and step.")
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
+_LOSS = flags.DEFINE_string("loss", "listmle:1,mse:0.02",
+                            "Weighted TF-Ranking losses: listmle, pairwise_hinge, mse, e.g. 'pairwise_hinge:1,mse:0.1'.")
+_JOIN = flags.DEFINE_enum("join", "late", tile_model.JOINS, "Where config features meet the graph.")
+_BACKBONE = flags.DEFINE_enum("backbone", "sage", gnn.BACKBONES, "Message passing layers.")
+_UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
+_LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
+_PATIENCE = flags.DEFINE_integer("patience", 5, "Epochs without a better validation tile score before stopping.")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
+_TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+
+
+def main(argv):
+  del argv
+  data_root = pathlib.Path(_DATA_ROOT.value)
+  if not (data_root / "tile" / "xla").is_dir():
+    sys.exit(f"tiles_train: {data_root} holds no tile/xla directory; pass --data_root=<TpuGraphs npz tree>")
+  out_dir = pathlib.Path(_OUT_DIR.value)
+  records_root = pathlib.Path(_RECORDS_DIR.value) if _RECORDS_DIR.value else out_dir / "records"
+  try:
+    convert.convert_directory(data_root / "tile", records_root)
+  except graphs.GraphFileError as error:
+    sys.exit(f"tiles_train: invalid input file {error}")
+  records = records_root / "tile" / "xla"
+  config = trainer.TrainingConfig(
+      train_dir=str(records / "train"), valid_dir=str(records / "valid"), out_dir=str(out_dir),
+      test_dir=str(records / "test") if (records / "test").is_dir() else None, epochs=_EPOCHS.value,
+      batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
+      learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, seed=_SEED.value)
+  build = lambda spec: tile_model.build_tile_model(spec, _JOIN.value, _BACKBONE.value, _UNITS.value, _LAYERS.value)
+  result = trainer.run(tasks.TileTask(), build, config, strategies.choose_strategy(_TPU.value))
+  print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
+                    "valid": result["valid"]["mean"]}, indent=1))
+  print(f"run directory: {out_dir}")
+
+
+if __name__ == "__main__":
+  programs.run(main)
