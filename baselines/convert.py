@@ -1,5 +1,6 @@
 """Converts a TpuGraphs npz tree into sharded GraphTensor records and prints a summary table.
 
+  python baselines/convert.py                                   # the embedded generated data
   python baselines/convert.py --input_dir ../shared/tpugraphs_sample/npz --output_dir out/records
   bazel run //baselines:convert -- --input_dir ... --output_dir ...
 
@@ -13,10 +14,12 @@ from absl import flags
 
 from tpu_graphs.data import convert
 from tpu_graphs.data import graphs
+from tpu_graphs.data import locations
 from tpu_graphs.data import records
 from tpu_graphs import programs
 
-_INPUT_DIR = flags.DEFINE_string("input_dir", None, "A TpuGraphs npz tree (e.g. .../npz).")
+_INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.EMBEDDED_NPZ),
+                                 "A TpuGraphs npz tree; defaults to the embedded generated data.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "out/records", "Where the records go.")
 _CONFIGS_PER_CHUNK = flags.DEFINE_integer(
     "configs_per_chunk", records.DEFAULT_CONFIGS_PER_CHUNK, "Most configs per config-chunk record.")
@@ -38,14 +41,9 @@ def summary_table(summary: convert.ConversionSummary) -> str:
   return "\n".join(lines)
 
 
-def default_input_dir() -> pathlib.Path:
-  """The real sample beside the repository, the only data this stage can assume exists."""
-  return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample" / "npz"
-
-
 def main(argv):
   del argv
-  input_dir = pathlib.Path(_INPUT_DIR.value) if _INPUT_DIR.value else default_input_dir()
+  input_dir = pathlib.Path(_INPUT_DIR.value)
   if not input_dir.is_dir():
     sys.exit(f"convert: input directory {input_dir} not found; pass --input_dir=<a TpuGraphs npz tree>")
   try:

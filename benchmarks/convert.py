@@ -16,11 +16,9 @@ import time
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, graphs, npz
+from tpu_graphs.data import convert, graphs, locations, npz
 
-_INPUT_DIR = flags.DEFINE_string(
-    "input_dir", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample" / "npz"),
-    "A TpuGraphs npz tree.")
+_INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.SAMPLE_NPZ), "The real TpuGraphs sample's npz tree.")
 NLP_FILE = "layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
 
 
