@@ -1,0 +1,25 @@
+"""Strategy choice: default strategy on a machine without accelerators; only TPUs need padding."""
+
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tpu_graphs.train import strategies
+
+
+def test_without_tpu_or_gpus_the_default_strategy_is_used():
+  if len(tf.config.list_logical_devices("GPU")) > 1:
+    pytest.skip("several GPUs visible: MirroredStrategy is the right choice here")
+  strategy = strategies.choose_strategy()
+  assert strategy is tf.distribute.get_strategy()
+  assert strategy.num_replicas_in_sync == 1
+
+
+def test_only_tpu_strategies_need_static_shapes():
+  assert not strategies.needs_static_shapes(tf.distribute.get_strategy())
+  assert not strategies.needs_static_shapes(tf.distribute.MirroredStrategy(["/cpu:0"]))
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
