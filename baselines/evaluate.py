@@ -16,13 +16,11 @@ from absl import flags
 import tensorflow as tf
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, graphs, npz
+from tpu_graphs.data import convert, graphs, locations, npz
 from tpu_graphs.train import tasks, trainer
 
-EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
-
 _RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py.")
-_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
+_DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
 

@@ -17,13 +17,11 @@ import sys
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, graphs
+from tpu_graphs.data import convert, graphs, locations
 from tpu_graphs.models import gnn, tile_model
 from tpu_graphs.train import strategies, tasks, trainer
 
-EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
-
-_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/{train,valid,test}.")
+_DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/tiles", "The run directory.")
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Training epochs (each sees every graph chunk once).")

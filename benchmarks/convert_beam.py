@@ -21,8 +21,8 @@ from apache_beam.options import pipeline_options
 from tpu_graphs import beam_pipeline
 from tpu_graphs import programs
 from tpu_graphs.data import convert
+from tpu_graphs.data import locations
 
-_REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 _INPUT_DIR = flags.DEFINE_string(
     "input_dir", None, "A TpuGraphs npz tree; default data/generated/npz, else the real sample.")
 _SHARD_KB = flags.DEFINE_integer(
@@ -31,8 +31,7 @@ _WORKERS = flags.DEFINE_list("workers", ["1", "2"], "DirectRunner worker counts 
 
 
 def default_input_dir() -> pathlib.Path:
-  generated = _REPOSITORY / "data" / "generated" / "npz"
-  return generated if generated.is_dir() else _REPOSITORY.parent / "shared" / "tpugraphs_sample" / "npz"
+  return locations.EMBEDDED_NPZ if locations.EMBEDDED_NPZ.is_dir() else locations.SAMPLE_NPZ
 
 
 def direct_runner(workers: int) -> pipeline_options.PipelineOptions:

@@ -13,10 +13,11 @@ import time
 from absl import app
 from absl import flags
 
+from tpu_graphs.data import locations
 from tpu_graphs.hlo import featurize
 
 _INPUT = flags.DEFINE_string(
-    "input", str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample" / "pb"
+    "input", str(locations.SAMPLE_NPZ.parent / "pb"
                  / "official_testdata" / "module_tuning_data_layout.pb"),
     "A ModuleTuningData .pb file.")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed repetitions; the best is reported.")

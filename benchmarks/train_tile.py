@@ -14,11 +14,11 @@ import time
 
 import tensorflow as tf
 
-from tpu_graphs.data import convert, readers
+from tpu_graphs.data import convert, locations, readers
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import tasks, trainer
 
-EMBEDDED_TILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz" / "tile"
+EMBEDDED_TILE = locations.EMBEDDED_NPZ / "tile"
 
 
 class EpochTimer(tf.keras.callbacks.Callback):

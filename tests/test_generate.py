@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from tpu_graphs.data import convert
+from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 from tpu_graphs.synth import generate
 
-EMBEDDED = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated"
+EMBEDDED = locations.EMBEDDED_ROOT
 # Fast-compiling architectures covering all five collections and all three splits.
 SUBSET = ("unet", "lstm", "gru")
 
