@@ -1,0 +1,155 @@
+"""A run report people read: Markdown with the metric table for every collection, plus PNG plots.
+
+The quickstart (and anyone comparing runs) hands over, per collection, what training left behind:
+the epoch history and the validation scores of every config. From those alone the report draws
+training curves, predicted against true runtime rank, the tile top-K error curve and Kendall's tau
+per layout graph, so a reader sees at a glance whether a model ranks, not just a number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Mapping, Optional, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on servers and CI
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+
+from tpu_graphs.data import npz
+from tpu_graphs.train import metrics
+
+TOP_K_RANGE = tuple(range(1, 11))
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionResult:
+  """What one collection's run produced.
+
+  history: one dict per epoch with at least "epoch" and "loss" (and val_<metric> entries).
+  scored: "<collection>:<graph id>" -> (runtimes (c,), scores (c,)) over every validation config,
+    lower score = predicted faster.
+  summary: metric name -> value, the table's row (mean over validation graphs).
+  """
+
+  collection: str
+  history: Sequence[Mapping[str, float]]
+  scored: Mapping[str, tuple[np.ndarray, np.ndarray]]
+  summary: Mapping[str, float]
+
+
+def _rank01(values: np.ndarray) -> np.ndarray:
+  """Ranks scaled to [0, 1] (0 = smallest)."""
+  order = np.argsort(np.argsort(values, kind="stable"), kind="stable")
+  return order / max(1, len(values) - 1)
+
+
+def _save(figure, path: pathlib.Path) -> str:
+  with npz.atomic_path(path) as temporary:
+    figure.savefig(temporary, format="png", dpi=110, bbox_inches="tight")
+  plt.close(figure)
+  return path.name
+
+
+def _primary_validation_metric(history: Sequence[Mapping[str, float]]) -> Optional[str]:
+  keys = history[0] if history else {}
+  return next((k for k in ("val_tile_score", "val_kendall_tau") if k in keys), None)
+
+
+def plot_training_curves(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+  figure, axes = plt.subplots(2, len(results), figsize=(3.2 * len(results), 5), squeeze=False, sharex="col")
+  for column, result in enumerate(results):
+    epochs = [h["epoch"] for h in result.history]
+    axes[0, column].plot(epochs, [h["loss"] for h in result.history], "o-")
+    axes[0, column].set_title(result.collection, fontsize=9)
+    primary = _primary_validation_metric(result.history)
+    if primary:
+      axes[1, column].plot(epochs, [h[primary] for h in result.history], "s-", color="tab:orange")
+      axes[1, column].set_ylabel(primary, fontsize=8)
+    axes[1, column].set_xlabel("epoch")
+  axes[0, 0].set_ylabel("training loss", fontsize=8)
+  figure.suptitle("Training loss (top) and validation metric after each epoch (bottom)")
+  figure.tight_layout()
+  return _save(figure, path)
+
+
+def plot_rank_scatter(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+  figure, axes = plt.subplots(1, len(results), figsize=(3.2 * len(results), 3.2), squeeze=False)
+  for axis, result in zip(axes[0], results):
+    for runtimes, scores in result.scored.values():
+      axis.scatter(_rank01(runtimes), _rank01(scores), s=3, alpha=0.4)
+    axis.plot([0, 1], [0, 1], "k--", linewidth=0.8)
+    axis.set_title(result.collection, fontsize=9)
+    axis.set_xlabel("true runtime rank")
+    axis.set_ylabel("predicted rank")
+  figure.suptitle("Predicted against true runtime rank, validation configs (one colour per graph)")
+  return _save(figure, path)
+
+
+def top_k_error_curve(scored: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> list[float]:
+  """Mean top-K slowdown error over graphs for K in TOP_K_RANGE."""
+  return [float(np.mean([metrics.top_k_slowdown(r, s, k) for r, s in scored.values()])) for k in TOP_K_RANGE]
+
+
+def plot_top_k_error(result: CollectionResult, path: pathlib.Path) -> str:
+  figure, axis = plt.subplots(figsize=(4.5, 3))
+  axis.plot(TOP_K_RANGE, top_k_error_curve(result.scored), "o-")
+  axis.set_xlabel("K (configs the compiler would try)")
+  axis.set_ylabel("mean top-K slowdown error")
+  axis.set_title(f"{result.collection}: best of the model's top K vs the true best", fontsize=9)
+  return _save(figure, path)
+
+
+def plot_kendall_per_graph(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+  figure, axis = plt.subplots(figsize=(7, 3))
+  labels, values = [], []
+  for result in results:
+    for key, (runtimes, scores) in sorted(result.scored.items()):
+      labels.append(key.rsplit(":", 1)[1][:14] + f"\n{result.collection.split(':', 1)[1]}")
+      values.append(metrics.kendall_tau(runtimes, scores))
+  axis.bar(range(len(values)), values)
+  axis.set_xticks(range(len(values)), labels, rotation=90, fontsize=6)
+  axis.axhline(0, color="k", linewidth=0.8)
+  axis.set_ylabel("Kendall's tau")
+  axis.set_title("Kendall's tau per validation graph (layout collections)", fontsize=9)
+  return _save(figure, path)
+
+
+def metric_table(results: Sequence[CollectionResult]) -> str:
+  """Markdown table: one row per collection, the union of their metrics as columns."""
+  names = []
+  for result in results:
+    names += [n for n in result.summary if n not in names]
+  lines = ["| collection | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+  for result in results:
+    cells = [f"{result.summary[n]:.4f}" if n in result.summary else "" for n in names]
+    lines.append(f"| {result.collection} | " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def write_report(results: Sequence[CollectionResult], out_dir, title: str = "tpu_graphs run report",
+                 preamble: Optional[str] = None) -> pathlib.Path:
+  """Writes report.md and its plots into out_dir; returns the Markdown file's path."""
+  out_dir = pathlib.Path(out_dir)
+  out_dir.mkdir(parents=True, exist_ok=True)
+  tile = [r for r in results if r.collection.startswith("tile")]
+  layout = [r for r in results if r.collection.startswith("layout")]
+  sections = [f"# {title}", preamble or "", "## Validation metrics", metric_table(results),
+              "## Training", f"![training curves]({plot_training_curves(results, out_dir / 'training_curves.png')})",
+              "## Predicted against true rank",
+              f"![rank scatter]({plot_rank_scatter(results, out_dir / 'rank_scatter.png')})"]
+  for result in tile:
+    curve = top_k_error_curve(result.scored)
+    sections += ["## Tile top-K error",
+                 "| K | " + " | ".join(map(str, TOP_K_RANGE)) + " |\n|---|" + "---:|" * len(TOP_K_RANGE) +
+                 "\n| error | " + " | ".join(f"{e:.4f}" for e in curve) + " |",
+                 f"![top-K error]({plot_top_k_error(result, out_dir / 'tile_top_k_error.png')})"]
+  if layout:
+    sections += ["## Kendall's tau per graph",
+                 f"![kendall per graph]({plot_kendall_per_graph(layout, out_dir / 'kendall_per_graph.png')})"]
+  path = out_dir / "report.md"
+  with npz.atomic_path(path) as temporary:
+    temporary.write_text("\n\n".join(s for s in sections if s) + "\n")
+  return path
