@@ -14,7 +14,8 @@
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
 Run directory: config.json, checkpoints/, logs/ (TensorBoard), best/ (weights), history.json,
-metrics.json, predictions.csv, model/ (SavedModel of the scorer: GraphTensor -> (c,) scores).
+metrics.json, predictions.csv, model/ (SavedModel of the scorer: GraphTensor -> (c,) scores) and
+what the `exporters` add (export/: the serving SavedModel on plain tensors, tpu_graphs/export).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class TrainingConfig:
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
+# (final scorer, task kind "tile"/"layout", run directory) -> None: writes one more exported form
+# of the model into the run directory, e.g. tpu_graphs.export.saved_model.export_to_run_directory.
+ModelExporter = Callable[[tf.keras.Model, str, pathlib.Path], None]
 
 
 class RankingModel(tf.keras.Model):
@@ -162,13 +166,14 @@ def write_predictions(task: tasks.Task, scored: dict, path) -> None:
       writer.writerow([key, ";".join(str(i) for i in ranked)])
 
 
-def _save_model(model: tf.keras.Model, path: pathlib.Path) -> None:
-  """Saves a Keras SavedModel under a temporary name, then swaps it in."""
+def save_directory(path: pathlib.Path, write: Callable[[str], None]) -> None:
+  """Has `write` fill a temporary directory beside `path`, then swaps it in for `path`."""
+  path = pathlib.Path(path)
   temporary, previous = path.with_name(f".{path.name}.tmp"), path.with_name(f".{path.name}.old")
   for stale in (temporary, previous):
     if stale.exists():
       shutil.rmtree(stale)
-  model.save(str(temporary))
+  write(str(temporary))
   if path.exists():
     path.rename(previous)
   temporary.rename(path)
@@ -213,7 +218,8 @@ class EpochEnd(tf.keras.callbacks.Callback):
 
 def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
         strategy: Optional[tf.distribute.Strategy] = None,
-        callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
+        callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+        exporters: Sequence[ModelExporter] = ()) -> dict:
   """Trains (or resumes) a run in config.out_dir and returns the content of its metrics.json.
 
   Args:
@@ -222,6 +228,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     config: the run's settings.
     strategy: defaults to strategies.choose_strategy() (no TPU).
     callbacks: extra Keras callbacks, run after the trainer's own.
+    exporters: called with the final (best) scorer after model/ is saved.
   """
   strategy = strategy or strategies.choose_strategy()
   out_dir = pathlib.Path(config.out_dir)
@@ -276,6 +283,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   if config.test_dir:
     write_predictions(task, score_records(task, scorer, config.test_dir, config.eval_batch_size),
                       out_dir / "predictions.csv")
-  _save_model(scorer, out_dir / "model")
+  save_directory(out_dir / "model", scorer.save)
+  for exporter in exporters:
+    exporter(scorer, task.kind, out_dir)
   _write_json(out_dir / "metrics.json", result)
   return result

@@ -1,0 +1,52 @@
+"""Ranks the configs of a TpuGraphs file or an HLO proto with an exported model; prints the best.
+
+  python baselines/rank.py --model out/tiles/export --input kernel.npz
+  python baselines/rank.py --model out/layout/export --input module_tuning_data.pb --top 10 --json best.json
+  python baselines/rank.py --model out/tiles/export --input optimized_module.pb --kernels
+
+--model is a serving SavedModel (the export/ folder of a training run, see
+tpu_graphs/export/saved_model.py). A .pb input is featurized first (ModuleTuningData, TuningData
+or a bare HloModuleProto; --kernels: one tile graph per fusion of an optimized module). --json
+writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per graph.
+"""
+
+import json
+import sys
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import npz
+from tpu_graphs.export import ranker
+
+_MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
+_INPUT = flags.DEFINE_string("input", None, "A TpuGraphs .npz file or an HLO .pb file.", required=True)
+_TOP = flags.DEFINE_integer("top", 5, "How many of the best configs to print and write per graph.")
+_JSON = flags.DEFINE_string("json", None, "Also write the best configs of every graph to this JSON file.")
+_KERNELS = flags.DEFINE_bool("kernels", False, "For a bare HloModuleProto: rank the tile configs of each fusion.")
+_CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
+                                         "Configs scored per model call (bounds memory).")
+
+
+def main(argv):
+  del argv
+  try:
+    model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
+    rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value)
+  except (FileNotFoundError, ValueError) as error:  # GraphFileError, HloInputError are ValueErrors
+    sys.exit(f"rank: {error}")
+  result = []
+  for ranking in rankings:
+    best = ranking.best(_TOP.value)
+    print(f"{ranking.collection}:{ranking.graph_id}: {ranking.scores.size} configs, best first: "
+          + ", ".join(f"{index} ({score:.4g})" for index, score in best))
+    result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
+                   "best": [{"config": index, "score": score} for index, score in best]})
+  if _JSON.value:
+    with npz.atomic_path(_JSON.value) as temporary:
+      temporary.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {_JSON.value}")
+
+
+if __name__ == "__main__":
+  programs.run(main)

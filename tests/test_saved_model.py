@@ -1,0 +1,141 @@
+"""The serving SavedModel: written by the trainer, same scores as the in-memory model, served by
+plain TensorFlow (a fresh process without tpu_graphs or TF-GNN, and saved_model_cli)."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import sample_data
+import tile_test_data
+from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.export import saved_model
+from tpu_graphs.models import tile_model
+from tpu_graphs.train import tasks, trainer
+
+REAL_TILE_FILES = ("npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
+                   "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz",
+                   "npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz")
+SAVED_MODEL_CLI = pathlib.Path(sys.executable).parent / "saved_model_cli"
+
+
+@pytest.fixture(scope="module")
+def tile_run(tmp_path_factory):
+  """A 2-epoch tile run with the serving exporter: (run directory, the trained in-memory scorer)."""
+  root = tmp_path_factory.mktemp("tile")
+  records_dir = tile_test_data.tile_records(root, {"train": 8, "valid": 4})
+  built = []
+
+  def build(spec):
+    built.append(tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=2))
+    return built[-1]
+
+  config = trainer.TrainingConfig(train_dir=str(records_dir / "train"), valid_dir=str(records_dir / "valid"),
+                                  out_dir=str(root / "run"), epochs=2, batch_size=4, configs_per_graph=8,
+                                  learning_rate=3e-3, verbose=0)
+  trainer.run(tasks.TileTask(), build, config, exporters=[saved_model.export_to_run_directory])
+  return root / "run", built[0]
+
+
+def _joined_graphs(kind: str, graph: graphs.Graph) -> list:
+  """The graph through the records path (structure + chunk records, parsed and joined)."""
+  structure, chunks = records.graph_records(graph, configs_per_chunk=400)
+  structure = records.parse(kind, tf.constant(structure))
+  return [records.join(kind, structure, records.parse(kind, tf.constant(chunk))) for chunk in chunks]
+
+
+def _served_scores(export_dir, graph: graphs.TileGraph) -> np.ndarray:
+  serve = tf.saved_model.load(str(export_dir)).signatures[saved_model.PLAIN_SIGNATURE]
+  return serve(node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
+               edge_index=tf.constant(graph.edge_index), config_feat=tf.constant(graph.config_feat))["scores"].numpy()
+
+
+def test_trainer_exports_both_signatures_into_the_run_directory(tile_run):
+  run_dir, _ = tile_run
+  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
+  inputs = loaded.signatures[saved_model.PLAIN_SIGNATURE].structured_input_signature[1]
+  assert {name: spec.dtype for name, spec in inputs.items()} == {
+      "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
+  assert not list(run_dir.glob(".export.*"))  # written beside, then swapped in
+
+
+def test_plain_signature_equals_in_memory_model_on_real_tile_files(tile_run):
+  run_dir, scorer = tile_run
+  for relative in REAL_TILE_FILES:
+    graph = npz.read_graph(sample_data.require_sample(relative))
+    expected = np.concatenate([scorer(joined.with_indices_dtype(tf.int32)).numpy()
+                               for joined in _joined_graphs("tile", graph)])
+    served = _served_scores(run_dir / saved_model.EXPORT_DIR_NAME, graph)
+    assert served.shape == (graph.num_configs,)
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+    assert np.ptp(served) > 0  # the configs are told apart
+
+
+def test_examples_signature_scores_serialized_graphs_in_order(tile_run):
+  run_dir, _ = tile_run
+  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  tile_graphs = [npz.read_graph(sample_data.require_sample(relative)) for relative in REAL_TILE_FILES[1:]]
+  examples = [records.serialize(joined) for graph in tile_graphs for joined in _joined_graphs("tile", graph)]
+  served = loaded.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant(examples))["scores"].numpy()
+  expected = np.concatenate([_served_scores(run_dir / saved_model.EXPORT_DIR_NAME, g) for g in tile_graphs])
+  np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_fresh_process_importing_only_tensorflow_serves_the_model(tile_run):
+  run_dir, _ = tile_run
+  path = sample_data.require_sample(REAL_TILE_FILES[0])
+  program = f"""
+import sys
+import numpy as np
+import tensorflow as tf
+arrays = np.load({str(path)!r})
+served = tf.saved_model.load({str(run_dir / saved_model.EXPORT_DIR_NAME)!r})
+scores = served.signatures["serving_default"](**{{name: tf.constant(arrays[name]) for name in
+    ("node_feat", "node_opcode", "edge_index", "config_feat")}})["scores"].numpy()
+foreign = sorted(m for m in sys.modules if m.split(".")[0] in ("tpu_graphs", "tensorflow_gnn"))
+assert not foreign, foreign
+np.save(sys.argv[1], scores)
+"""
+  output = run_dir.parent / "fresh_scores.npy"
+  environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  environment.pop("PYTHONPATH", None)
+  subprocess.run([sys.executable, "-c", program, str(output)], check=True, cwd="/", env=environment)
+  np.testing.assert_array_equal(np.load(output), _served_scores(run_dir / saved_model.EXPORT_DIR_NAME,
+                                                                 npz.read_graph(path)))
+
+
+def test_saved_model_cli_runs_the_plain_signature_on_a_real_file(tile_run, tmp_path):
+  if not SAVED_MODEL_CLI.exists():
+    pytest.skip(f"{SAVED_MODEL_CLI} not installed beside the Python interpreter")
+  run_dir, _ = tile_run
+  path = sample_data.require_sample(REAL_TILE_FILES[1])
+  inputs = ";".join(f"{name}={path}[{name}]" for name in saved_model.plain_input_names("tile"))
+  subprocess.run([str(SAVED_MODEL_CLI), "run", "--dir", str(run_dir / saved_model.EXPORT_DIR_NAME),
+                  "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", inputs,
+                  "--outdir", str(tmp_path)], check=True, capture_output=True)
+  np.testing.assert_allclose(np.load(tmp_path / "scores.npy"),
+                             _served_scores(run_dir / saved_model.EXPORT_DIR_NAME, npz.read_graph(path)),
+                             rtol=1e-6)
+
+
+def test_edge_index_out_of_range_is_rejected_naming_the_input(tile_run):
+  run_dir, _ = tile_run
+  serve = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+  with pytest.raises(tf.errors.InvalidArgumentError, match="edge_index"):
+    serve(node_feat=tf.zeros([2, graphs.NODE_FEATURE_WIDTH]), node_opcode=tf.constant([1, 2], tf.uint8),
+          edge_index=tf.constant([[1, 5]], tf.int64), config_feat=tf.ones([3, graphs.TILE_CONFIG_FEATURE_WIDTH]))
+
+
+def test_unknown_collection_kind_is_rejected(tile_run):
+  _, scorer = tile_run
+  with pytest.raises(ValueError, match="unknown collection kind 'kernel'"):
+    saved_model.ServingModule(scorer, "kernel")
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,115 @@
+"""A trained scorer as a SavedModel a compiler can call: raw TpuGraphs arrays in, scores out.
+
+The exported module needs nothing but TensorFlow to load and run: its signatures take and return
+plain tensors, and the GraphTensor (`records.graph_tensor_from_arrays`), the features' log
+scaling and whatever the model prunes all happen inside the saved graph. Two signatures:
+
+* `serving_default` (PLAIN_SIGNATURE): the arrays of a TpuGraphs file, in the dtypes the files
+  hold, for one graph:
+    node_feat (n, 140) float32, node_opcode (n,) uint8, edge_index (m, 2) int64 rows
+    [consumer, producer], and
+    tile:   config_feat (c, 24) float32;
+    layout: node_config_ids (nc,) int64, node_config_feat (c, nc, 18) float32.
+* `score_examples` (EXAMPLES_SIGNATURE): examples (b,) string, serialized GraphTensors of the
+  collection's schema (data/schemas/<kind>.pbtxt) that hold ops and configs, such as
+  `records.serialize(records.join(...))`; the b graphs are scored together.
+
+Both return {"scores": (c,) float32}, one per config in input order (for examples: the
+examples' configs one after the other); lower means predicted faster. Malformed arrays (edge or
+node-config ids out of range, a node_config_feat that does not match node_config_ids) fail with
+InvalidArgumentError naming the input.
+
+    export(scorer, "tile", "out/tiles/export")
+    served = tf.saved_model.load("out/tiles/export")
+    served.signatures["serving_default"](node_feat=..., node_opcode=..., edge_index=..., config_feat=...)
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.data import graphs, records
+from tpu_graphs.train import trainer
+
+PLAIN_SIGNATURE = "serving_default"
+EXAMPLES_SIGNATURE = "score_examples"
+EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
+
+_GRAPH_INPUTS = (
+    tf.TensorSpec([None, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
+    tf.TensorSpec([None], tf.uint8, "node_opcode"),
+    tf.TensorSpec([None, 2], tf.int64, "edge_index"),
+)
+_CONFIG_INPUTS = {
+    "tile": (tf.TensorSpec([None, graphs.TILE_CONFIG_FEATURE_WIDTH], tf.float32, "config_feat"),),
+    "layout": (tf.TensorSpec([None], tf.int64, "node_config_ids"),
+               tf.TensorSpec([None, None, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], tf.float32, "node_config_feat")),
+}
+
+
+def plain_input_names(kind: str) -> tuple[str, ...]:
+  """Input names of the plain signature of a 'tile' or 'layout' model, in argument order."""
+  return tuple(spec.name for spec in _GRAPH_INPUTS + _CONFIG_INPUTS[kind])
+
+
+def _checked_ids(name: str, ids: tf.Tensor, bound: tf.Tensor) -> tf.Tensor:
+  """`ids` after asserting 0 <= ids < bound (InvalidArgumentError naming `name` otherwise)."""
+  bound = tf.cast(bound, ids.dtype)
+  with tf.control_dependencies([
+      tf.debugging.assert_non_negative(ids, message=f"{name} holds a negative node index"),
+      tf.debugging.assert_less(ids, bound, message=f"{name} holds a node index >= the number of nodes")]):
+    return tf.identity(ids)
+
+
+class ServingModule(tf.Module):
+  """The scorer behind both signatures. Tracks only the scorer's variables, not the Keras model,
+  so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
+
+  def __init__(self, scorer: tf.keras.Model, kind: str):
+    super().__init__(name=f"{kind}_scorer")
+    if kind not in _CONFIG_INPUTS:
+      raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
+    self.scorer_variables = list(scorer.variables)
+
+    def scores(graph) -> dict:
+      return {"scores": scorer(graph.with_indices_dtype(trainer.INDICES_DTYPE))}
+
+    def score_arrays(node_feat, node_opcode, edge_index, *config_arrays):
+      edge_index = _checked_ids("edge_index", edge_index, tf.shape(node_feat)[0])
+      configs = {}
+      if kind == "tile":
+        configs["config_feat"], = config_arrays
+      else:
+        node_config_ids, node_config_feat = config_arrays
+        configs["node_config_ids"] = _checked_ids("node_config_ids", node_config_ids, tf.shape(node_feat)[0])
+        with tf.control_dependencies([tf.debugging.assert_equal(
+            tf.shape(node_config_feat)[1], tf.shape(node_config_ids)[0],
+            message="node_config_feat has not one column per entry of node_config_ids")]):
+          configs["node_config_feat"] = tf.identity(node_config_feat)
+      return scores(records.graph_tensor_from_arrays(kind, node_feat, node_opcode, edge_index, **configs))
+
+    self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
+    self.score_examples = tf.function(
+        lambda examples: scores(tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components()),
+        input_signature=[tf.TensorSpec([None], tf.string, "examples")])
+
+  def signatures(self) -> dict:
+    return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples}
+
+
+def export(scorer: tf.keras.Model, kind: str, export_dir) -> None:
+  """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
+
+  The folder is written beside its final place and swapped in, so readers never see half of it.
+  """
+  module = ServingModule(scorer, kind)
+  trainer.save_directory(pathlib.Path(export_dir),
+                         lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
+
+
+def export_to_run_directory(scorer: tf.keras.Model, kind: str, run_dir: pathlib.Path) -> None:
+  """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export."""
+  export(scorer, kind, pathlib.Path(run_dir) / EXPORT_DIR_NAME)
