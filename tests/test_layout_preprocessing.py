@@ -1,0 +1,109 @@
+"""Layout preprocessing in TF: pruning keeps configurable ops and reachability, statistics, segments."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_graphs.data import convert, readers, records
+from tpu_graphs.models import layout_preprocessing
+
+GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
+
+
+def _random_program(seed: int, num_nodes: int = 60, num_configurable: int = 8):
+  """A random DAG (edges from lower to higher index, npz rows [consumer, producer]) and its arrays."""
+  rng = np.random.default_rng(seed)
+  producers = rng.integers(0, num_nodes - 1, 90)
+  consumers = np.minimum(producers + rng.integers(1, 6, 90), num_nodes - 1)
+  edges = np.unique(np.stack([consumers, producers], axis=1), axis=0)
+  configurable = np.sort(rng.choice(num_nodes, num_configurable, replace=False))
+  node_feat = rng.uniform(1, 5, (num_nodes, 140)).astype(np.float32)
+  node_feat[:, 0] = np.arange(num_nodes)  # identifies each op after pruning
+  node_config_feat = rng.integers(-1, 4, (3, num_configurable, 18)).astype(np.float32)
+  return node_feat, edges, configurable, node_config_feat
+
+
+def _reachability(num_nodes: int, producers, consumers) -> np.ndarray:
+  reach = np.zeros((num_nodes, num_nodes), bool)
+  reach[producers, consumers] = True
+  for middle in range(num_nodes):  # Floyd-Warshall transitive closure
+    reach |= reach[:, [middle]] & reach[[middle], :]
+  return reach
+
+
+@pytest.mark.parametrize("hops", [0, 1, 2])
+def test_pruning_keeps_configurable_ops_their_neighbourhood_and_reachability(hops):
+  node_feat, edges, configurable, node_config_feat = _random_program(hops)
+  num_nodes = node_feat.shape[0]
+  graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(num_nodes, np.uint8), edges,
+                                           node_config_ids=configurable, node_config_feat=node_config_feat)
+  pruned = layout_preprocessing.prune_to_configurable(graph, hops)
+
+  kept = pruned.node_sets["op"]["feat"][:, 0].numpy().astype(int)
+  expected = np.zeros(num_nodes, bool)
+  expected[configurable] = True
+  adjacency = np.zeros((num_nodes, num_nodes), bool)
+  adjacency[edges[:, 1], edges[:, 0]] = True
+  adjacency |= adjacency.T
+  for _ in range(hops):
+    expected |= adjacency[expected].any(axis=0)
+  np.testing.assert_array_equal(kept, np.flatnonzero(expected))
+  np.testing.assert_array_equal(pruned.node_sets["op"]["feat"].numpy(), node_feat[kept])
+  # configures edges still lead each node_config to its op
+  targets = pruned.edge_sets["configures"].adjacency.target.numpy()
+  np.testing.assert_array_equal(kept[targets], np.tile(configurable, 3))
+
+  feeds = pruned.edge_sets["feeds"].adjacency
+  original = _reachability(num_nodes, edges[:, 1], edges[:, 0])[np.ix_(kept, kept)]
+  after = _reachability(kept.size, feeds.source.numpy(), feeds.target.numpy())
+  np.testing.assert_array_equal(after, original)
+  assert hops == 0 or kept.size > configurable.size
+
+
+def test_pruning_a_merged_batch_prunes_each_graph_alone(tmp_path):
+  convert.convert_directory(GENERATED_VALID, tmp_path, configs_per_chunk=1000, progress=False)
+  graphs = readers.evaluation_dataset(tmp_path / "layout/xla/default/valid")  # one chunk per graph
+  elements = list(graphs.take(2))
+  merged = graphs.take(2).batch(2).get_single_element().merge_batch_to_components()
+  pruned = layout_preprocessing.prune_to_configurable(merged, 1)
+  alone = [layout_preprocessing.prune_to_configurable(g, 1) for g in elements]
+  np.testing.assert_array_equal(pruned.node_sets["op"].sizes.numpy(),
+                                [a.node_sets["op"].total_size.numpy() for a in alone])
+  np.testing.assert_array_equal(pruned.edge_sets["feeds"].sizes.numpy(),
+                                [a.edge_sets["feeds"].total_size.numpy() for a in alone])
+  offset = alone[0].node_sets["op"].total_size.numpy()
+  sources = np.concatenate([alone[0].edge_sets["feeds"].adjacency.source.numpy(),
+                            alone[1].edge_sets["feeds"].adjacency.source.numpy() + offset])
+  np.testing.assert_array_equal(pruned.edge_sets["feeds"].adjacency.source.numpy(), sources)
+
+
+def test_feature_statistics_standardize_log_scaled_features():
+  rng = np.random.default_rng(0)
+  arrays = [rng.uniform(0, 1000, (50, 140)).astype(np.float32) for _ in range(3)]
+  arrays[0][:, 7] = 3.0
+  for array in arrays[1:]:
+    array[:, 7] = 3.0
+  mean, deviation = layout_preprocessing.op_feature_statistics(arrays)
+  normalized = layout_preprocessing.OpFeatureNormalization(mean, deviation)(np.concatenate(arrays)).numpy()
+  np.testing.assert_allclose(normalized.mean(axis=0), 0, atol=1e-4)
+  std = normalized.std(axis=0)
+  assert deviation[7] == 1.0 and std[7] == pytest.approx(0, abs=1e-6)
+  np.testing.assert_allclose(np.delete(std, 7), 1, atol=1e-3)
+
+
+def test_segment_mask_picks_one_whole_segment_per_graph():
+  node_feat, edges, configurable, node_config_feat = _random_program(5, num_nodes=60)
+  graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(60, np.uint8), edges,
+                                           node_config_ids=configurable, node_config_feat=node_config_feat)
+  for seed in range(5):
+    mask = layout_preprocessing.segment_training_mask(graph, 25, seed=seed).numpy()
+    segment = np.flatnonzero(mask) // 25
+    assert np.unique(segment).size == 1
+    assert mask.sum() == (25 if segment[0] < 2 else 10)
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,190 @@
+"""Preprocessing of layout GraphTensors as TF ops and Keras layers, so it lives inside the model.
+
+An exported layout model receives raw arrays (records.graph_tensor_from_arrays); whatever the
+model was trained on must therefore be computed by the model itself:
+
+* `prune_to_configurable`: keeps the configurable ops and their `hops`-hop neighbourhood (edges
+  taken in both directions) and drops the rest. Data flow between kept ops survives: whenever a
+  kept op reaches another kept op only through dropped ops, a direct `feeds` edge joins them.
+  Layout graphs have up to ~44k ops but only the configurable ones (and their surroundings)
+  differ between configs.
+* `OpFeatureNormalization`: log-scaled op features standardized with statistics of the training
+  graphs (`op_feature_statistics`), stored as weights of the layer.
+* `segment_training_mask`: Graph Segment Training's choice of one segment per graph whose ops
+  receive gradients; the model stops gradients everywhere else.
+
+All functions work on merged batches (b components); node indices are global.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.models import gnn
+
+
+def _neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, hops: int) -> tf.Tensor:
+  """(n,) bool: `keep` grown by `hops` steps along edges in both directions."""
+  num_nodes = tf.shape(keep)[0]
+  for _ in range(hops):
+    as_int = tf.cast(keep, tf.int32)
+    from_sources = tf.math.unsorted_segment_max(tf.gather(as_int, sources), targets, num_nodes)
+    from_targets = tf.math.unsorted_segment_max(tf.gather(as_int, targets), sources, num_nodes)
+    keep = keep | (from_sources > 0) | (from_targets > 0)
+  return keep
+
+
+def _follow_edges(pairs: tf.Tensor, edge_sources: tf.Tensor, edge_targets: tf.Tensor,
+                  num_nodes: tf.Tensor) -> tf.Tensor:
+  """(p, 2) [origin, node] pairs -> (q, 2) [origin, successor] over the given (e,) edges."""
+  order = tf.argsort(edge_sources, stable=True)
+  sorted_targets = tf.gather(edge_targets, order)
+  out_degree = tf.math.unsorted_segment_sum(tf.ones_like(edge_sources), edge_sources, num_nodes)
+  first_edge = tf.cumsum(out_degree, exclusive=True)
+  counts = tf.gather(out_degree, pairs[:, 1])
+  starts = tf.gather(first_edge, pairs[:, 1])
+  positions = tf.ragged.range(starts, starts + counts).flat_values
+  return tf.stack([tf.repeat(pairs[:, 0], counts), tf.gather(sorted_targets, positions)], axis=1)
+
+
+def _unique_pairs(pairs: tf.Tensor, num_nodes: tf.Tensor) -> tf.Tensor:
+  """(p, 2) int64 pairs -> the distinct pairs, sorted by (first, second)."""
+  keys = tf.sort(tf.unique(pairs[:, 0] * num_nodes + pairs[:, 1])[0])
+  return tf.stack([keys // num_nodes, keys % num_nodes], axis=1)
+
+
+def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+  """(e', 2) [producer, consumer] pairs of kept ops joined by a path whose inner ops are dropped.
+
+  Args:
+    keep: (n,) bool, the kept ops.
+    sources, targets: (e,) int64 producer and consumer of every `feeds` edge.
+  Returns distinct pairs sorted by producer (so by graph component); direct edges between kept
+  ops are the paths without inner ops.
+  """
+  num_nodes = tf.shape(keep, tf.int64)[0]
+  source_kept, target_kept = tf.gather(keep, sources), tf.gather(keep, targets)
+  direct = tf.stack([sources, targets], axis=1)
+  # Paths that leave the kept set: (kept origin, dropped op) pairs, extended through dropped ops.
+  dropped_edges = ~source_kept & ~target_kept
+  inner_sources, inner_targets = tf.boolean_mask(sources, dropped_edges), tf.boolean_mask(targets, dropped_edges)
+  frontier = _unique_pairs(tf.boolean_mask(direct, source_kept & ~target_kept), num_nodes)
+
+  def extend(reached, frontier):
+    following = _unique_pairs(_follow_edges(frontier, inner_sources, inner_targets, num_nodes), num_nodes)
+    new_keys = tf.sets.difference((following[:, 0] * num_nodes + following[:, 1])[tf.newaxis],
+                                  (reached[:, 0] * num_nodes + reached[:, 1])[tf.newaxis]).values
+    frontier = tf.stack([new_keys // num_nodes, new_keys % num_nodes], axis=1)
+    return tf.concat([reached, frontier], axis=0), frontier
+
+  reached, _ = tf.while_loop(
+      lambda reached, frontier: tf.shape(frontier)[0] > 0, extend, (frontier, frontier),
+      shape_invariants=(tf.TensorShape([None, 2]), tf.TensorShape([None, 2])))
+  returning = ~source_kept & target_kept
+  through_dropped = _follow_edges(reached, tf.boolean_mask(sources, returning), tf.boolean_mask(targets, returning),
+                                  num_nodes)
+  return _unique_pairs(tf.concat([tf.boolean_mask(direct, source_kept & target_kept), through_dropped], 0), num_nodes)
+
+
+def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTensor:
+  """The layout graph restricted to configurable ops and their `hops`-hop neighbourhood.
+
+  Ops keep their features (n' of them, in their original order); `feeds` becomes
+  `kept_data_flow` (e' edges); `configures` edges are renumbered; config, node_config, belongs_to
+  and node_split pass through unchanged. Works on merged batches.
+  """
+  op = graph.node_sets["op"]
+  feeds = graph.edge_sets["feeds"]
+  index_dtype = feeds.adjacency.source.dtype
+  sources, targets = tf.cast(feeds.adjacency.source, tf.int64), tf.cast(feeds.adjacency.target, tf.int64)
+  keep = _neighbourhood(op["config_slot"] >= 0, sources, targets, hops)
+  kept_ops = tf.where(keep)[:, 0]
+  new_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
+  components = tf.cast(graph.num_components, tf.int64)
+  op_component = tf.repeat(tf.range(components), tf.cast(op.sizes, tf.int64))
+  flow = kept_data_flow(keep, sources, targets)
+  kept_op_sizes = tf.math.unsorted_segment_sum(tf.cast(keep, op.sizes.dtype), op_component, components)
+  feed_sizes = tf.math.unsorted_segment_sum(
+      tf.ones_like(flow[:, 0], feeds.sizes.dtype), tf.gather(op_component, flow[:, 0]), components)
+  pruned_op = tfgnn.NodeSet.from_fields(
+      sizes=kept_op_sizes, features={name: tf.gather(value, kept_ops) for name, value in op.features.items()})
+  pruned_feeds = tfgnn.EdgeSet.from_fields(sizes=feed_sizes, adjacency=tfgnn.Adjacency.from_indices(
+      ("op", tf.cast(tf.gather(new_index, flow[:, 0]), index_dtype)),
+      ("op", tf.cast(tf.gather(new_index, flow[:, 1]), index_dtype))))
+  configures = graph.edge_sets["configures"]
+  pruned_configures = tfgnn.EdgeSet.from_fields(sizes=configures.sizes, adjacency=tfgnn.Adjacency.from_indices(
+      ("node_config", configures.adjacency.source),
+      ("op", tf.cast(tf.gather(new_index, tf.cast(configures.adjacency.target, tf.int64)), index_dtype))))
+  return tfgnn.GraphTensor.from_pieces(
+      context=graph.context, node_sets={**graph.node_sets, "op": pruned_op},
+      edge_sets={**graph.edge_sets, "feeds": pruned_feeds, "configures": pruned_configures})
+
+
+class PruneToConfigurable(tf.keras.layers.Layer):
+  """Keras layer around `prune_to_configurable`, so an exported model prunes raw inputs itself."""
+
+  def __init__(self, hops: int, **kwargs):
+    super().__init__(**kwargs)
+    self.hops = hops
+
+  def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+    return prune_to_configurable(graph, self.hops)
+
+  def get_config(self):
+    return {**super().get_config(), "hops": self.hops}
+
+
+def op_feature_statistics(node_features: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+  """Mean and standard deviation (140,) of log-scaled op features over the given (n, 140) arrays.
+
+  Constant features get deviation 1, so normalizing leaves them at 0.
+  """
+  count, total, squares = 0, 0.0, 0.0
+  for features in node_features:
+    scaled = np.sign(features) * np.log1p(np.abs(features.astype(np.float64)))
+    count += scaled.shape[0]
+    total = total + scaled.sum(axis=0)
+    squares = squares + (scaled ** 2).sum(axis=0)
+  if count == 0:
+    raise ValueError("op_feature_statistics needs at least one op")
+  mean = total / count
+  deviation = np.sqrt(np.maximum(squares / count - mean ** 2, 0.0))
+  return mean.astype(np.float32), np.where(deviation > 1e-6, deviation, 1.0).astype(np.float32)
+
+
+class OpFeatureNormalization(tf.keras.layers.Layer):
+  """(n, 140) raw op features -> (log_scaled(x) - mean) / deviation; statistics are weights."""
+
+  def __init__(self, mean=None, deviation=None, width: int = 140, **kwargs):
+    super().__init__(**kwargs)
+    mean = np.zeros(width, np.float32) if mean is None else np.asarray(mean, np.float32)
+    deviation = np.ones(width, np.float32) if deviation is None else np.asarray(deviation, np.float32)
+    self.mean = self.add_weight(name="mean", shape=mean.shape, trainable=False,
+                                initializer=tf.keras.initializers.Constant(mean))
+    self.deviation = self.add_weight(name="deviation", shape=deviation.shape, trainable=False,
+                                     initializer=tf.keras.initializers.Constant(deviation))
+
+  def call(self, features: tf.Tensor) -> tf.Tensor:
+    return (gnn.log_scaled(features) - self.mean) / self.deviation
+
+  def get_config(self):
+    return {**super().get_config(), "width": int(self.mean.shape[0])}
+
+
+def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, seed=None) -> tf.Tensor:
+  """(n,) bool: the ops of one segment per graph, drawn uniformly, that receive gradients.
+
+  Segments are runs of `segment_size` consecutive ops of a graph (ops are stored in program
+  order, so a run is a connected stretch of the program), as in Graph Segment Training.
+  """
+  sizes = tf.cast(graph.node_sets["op"].sizes, tf.int64)
+  component = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
+  position = tf.range(tf.reduce_sum(sizes)) - tf.gather(tf.cumsum(sizes, exclusive=True), component)
+  segments = tf.maximum((sizes + segment_size - 1) // segment_size, 1)
+  draws = tf.random.uniform(tf.shape(sizes), seed=seed)
+  sampled = tf.minimum(tf.cast(draws * tf.cast(segments, tf.float32), tf.int64), segments - 1)
+  return position // segment_size == tf.gather(sampled, component)
