@@ -71,3 +71,21 @@ class TileTask(Task):
 
   def graph_metrics(self, runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     return metrics.tile_metrics(runtimes, scores)
+
+
+class LayoutTask(Task):
+  """layout:{xla,nlp}:{default,random}: rank config_runtime over all configs of a program;
+  judged by Kendall's tau per graph (the Kaggle layout score is its mean over graphs)."""
+
+  kind = "layout"
+  primary_metric = "kendall_tau"
+  submission_length = None
+
+  def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
+    return tf.cast(configs["runtime"], tf.float32)
+
+  def graph_metrics(self, runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    result = {"kendall_tau": metrics.kendall_tau(runtimes, scores), "opa": metrics.ordered_pair_accuracy(runtimes, scores)}
+    for k in (1, 5, 10):
+      result[f"top{k}_slowdown"] = metrics.top_k_slowdown(runtimes, scores, k)
+    return result

@@ -1,0 +1,96 @@
+"""Trains a layout ranking model on one collection and writes a run directory (tpu_graphs/train/trainer.py).
+
+  python baselines/layout_train.py --source xla --search default --out_dir out/layout_xla_default
+  python baselines/layout_train.py --source nlp --search random --data_root <TpuGraphs>/npz --out_dir ...
+  bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
+
+Scale techniques, each a flag: --prune_hops (keep configurable ops and their k-hop neighbourhood;
+-1 keeps every op), --dedup (merge training configs with identical features, runtimes averaged),
+--normalize (standardize log-scaled op features with training statistics), --segment_size (Graph
+Segment Training; 0 = off). Configs stream from records in chunks of --configs_per_chunk; the
+model scores every config of the validation and test graphs, chunk by chunk.
+
+Run directory as tiles_train.py: config.json, metrics.json (Kendall's tau, OPA, top-K slowdown per
+graph; the mean tau is the Kaggle layout score), predictions.csv (every config index, best
+first), model/, logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
+"""
+
+import json
+import pathlib
+import sys
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import config_dedup, convert, graphs, npz
+from tpu_graphs.models import gnn, layout_model, layout_preprocessing
+from tpu_graphs.train import strategies, tasks, trainer
+
+EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
+
+_SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
+_SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
+_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ),
+                                 "A TpuGraphs npz tree holding layout/<source>/<search>/{train,valid,test}.")
+_RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
+_OUT_DIR = flags.DEFINE_string("out_dir", None, "The run directory; default out/layout_<source>_<search>.")
+_EPOCHS = flags.DEFINE_integer("epochs", 10, "Training epochs (each sees every config chunk once).")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 4, "Graph chunks per step, over all replicas.")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 16, "Configs sampled per chunk and step.")
+_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", 64,
+                                          "Configs per record chunk: bounds memory of training and scoring.")
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
+_LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "Weighted TF-Ranking losses, e.g. 'listmle:1' or 'pairwise_hinge:1'.")
+_BACKBONE = flags.DEFINE_enum("backbone", "residual_gcn", gnn.BACKBONES, "Message passing layers.")
+_UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
+_LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
+_PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 1, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning.")
+_DEDUP = flags.DEFINE_bool("dedup", True, "Merge training configs with identical features.")
+_NORMALIZE = flags.DEFINE_bool("normalize", True, "Standardize log-scaled op features with training statistics.")
+_SEGMENT_SIZE = flags.DEFINE_integer("segment_size", 0, "Graph Segment Training segment size in ops; 0 = off.")
+_PATIENCE = flags.DEFINE_integer("patience", 5, "Epochs without a better validation tau before stopping.")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
+_TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+
+
+def main(argv):
+  del argv
+  collection_dir = pathlib.Path(_DATA_ROOT.value) / "layout" / _SOURCE.value / _SEARCH.value
+  if not (collection_dir / "train").is_dir() or not (collection_dir / "valid").is_dir():
+    sys.exit(f"layout_train: {collection_dir} holds no train/ and valid/; pass --data_root=<TpuGraphs npz tree>")
+  out_dir = pathlib.Path(_OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}")
+  records_root = pathlib.Path(_RECORDS_DIR.value) if _RECORDS_DIR.value else out_dir / "records"
+  relative = pathlib.Path("layout", _SOURCE.value, _SEARCH.value)
+  train_source = collection_dir / "train"
+  try:
+    if _DEDUP.value:
+      train_source = out_dir / "dedup" / relative / "train"
+      for name, (before, after) in config_dedup.deduplicate_directory(collection_dir / "train", train_source).items():
+        print(f"dedup {name}: {before} -> {after} configs")
+    splits = [train_source, collection_dir / "valid"] + ([collection_dir / "test"] if (collection_dir / "test").is_dir() else [])
+    for split_dir in splits:
+      convert.convert_directory(split_dir, records_root, configs_per_chunk=_CONFIGS_PER_CHUNK.value)
+    statistics = None
+    if _NORMALIZE.value:
+      statistics = layout_preprocessing.op_feature_statistics(
+          npz.read_graph(path, stream_configs=True).node_feat for path in sorted(train_source.glob("*.npz")))
+  except graphs.GraphFileError as error:
+    sys.exit(f"layout_train: invalid input file {error}")
+  records = records_root / relative
+  config = trainer.TrainingConfig(
+      train_dir=str(records / "train"), valid_dir=str(records / "valid"), out_dir=str(out_dir),
+      test_dir=str(records / "test") if (records / "test").is_dir() else None, epochs=_EPOCHS.value,
+      batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
+      learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, eval_batch_size=1,
+      seed=_SEED.value)
+  build = lambda spec: layout_model.build_layout_model(
+      spec, _BACKBONE.value, _UNITS.value, _LAYERS.value, prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None,
+      feature_statistics=statistics, segment_size=_SEGMENT_SIZE.value or None)
+  result = trainer.run(tasks.LayoutTask(), build, config, strategies.choose_strategy(_TPU.value))
+  print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
+                    "valid": result["valid"]["mean"]}, indent=1))
+  print(f"run directory: {out_dir}")
+
+
+if __name__ == "__main__":
+  programs.run(main)
