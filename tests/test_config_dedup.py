@@ -1,0 +1,43 @@
+"""Config deduplication: identical feature rows merge into their first occurrence, runtimes averaged."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from tpu_graphs.data import config_dedup, graphs, npz
+
+
+def _graph(split: str = "train") -> graphs.LayoutGraph:
+  rng = np.random.default_rng(0)
+  distinct = rng.integers(-1, 4, (4, 3, 18)).astype(np.float32)
+  order = np.array([0, 1, 0, 2, 1, 3, 0])
+  runtime = np.array([10, 20, 13, 40, 25, 50, 16]) if split != "test" else np.zeros(7, np.int64)
+  arrays = {"node_feat": rng.uniform(0, 1, (5, 140)).astype(np.float32), "node_opcode": np.arange(5, dtype=np.uint8),
+            "edge_index": np.array([[1, 0], [2, 1], [3, 2], [4, 3]]), "node_config_ids": np.array([0, 2, 4]),
+            "node_config_feat": distinct[order], "config_runtime": runtime, "node_splits": np.array([[0]])}
+  return graphs.validate_graph("test", "g", "layout:xla:random", split, arrays)
+
+
+def test_duplicates_point_to_their_first_occurrence():
+  np.testing.assert_array_equal(config_dedup.duplicate_groups(_graph(), configs_per_chunk=2), [0, 1, 0, 3, 1, 5, 0])
+
+
+def test_written_file_keeps_first_occurrences_with_mean_runtimes(tmp_path):
+  graph = _graph()
+  path = tmp_path / "layout/xla/random/train/g.npz"
+  path.parent.mkdir(parents=True)
+  assert config_dedup.write_deduplicated(graph, path, configs_per_chunk=3) == (7, 4)
+  merged = npz.read_graph(path)
+  np.testing.assert_array_equal(merged.node_config_feat, graph.node_config_feat[[0, 1, 3, 5]])
+  np.testing.assert_array_equal(merged.config_runtime, [13, 22, 40, 50])  # 10,13,16 -> 13; 20,25 -> 22.5 -> 22
+  np.testing.assert_array_equal(merged.node_feat, graph.node_feat)
+
+
+def test_graphs_without_runtimes_are_refused(tmp_path):
+  with pytest.raises(ValueError, match="without runtimes"):
+    config_dedup.write_deduplicated(_graph("test"), tmp_path / "g.npz")
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,85 @@
+"""Layout model: per-config scores, Graph Segment Training gradients, chunked = unchunked scoring."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_graphs.data import convert, npz, records
+from tpu_graphs.models import layout_model
+from tpu_graphs.train import tasks, trainer
+
+GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
+
+
+def _chain_program(num_nodes: int = 40, num_configs: int = 5):
+  """A chain of ops (i -> i+1) with every 5th op configurable; features positive and distinct."""
+  rng = np.random.default_rng(0)
+  edges = np.stack([np.arange(1, num_nodes), np.arange(num_nodes - 1)], axis=1)  # [consumer, producer]
+  configurable = np.arange(0, num_nodes, 5)
+  return (rng.uniform(1, 5, (num_nodes, 140)).astype(np.float32), edges, configurable,
+          rng.integers(0, 4, (num_configs, configurable.size, 18)).astype(np.float32))
+
+
+def test_scores_one_value_per_config_that_depends_on_its_features():
+  node_feat, edges, configurable, node_config_feat = _chain_program()
+  graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(40, np.uint8), edges,
+                                           node_config_ids=configurable, node_config_feat=node_config_feat)
+  model = layout_model.build_layout_model(graph.spec, units=16, num_layers=2, prune_hops=1)
+  scores = model(graph).numpy()
+  assert scores.shape == (5,)
+  assert np.unique(scores).size == 5
+  same = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(40, np.uint8), edges,
+                                          node_config_ids=configurable, node_config_feat=node_config_feat[[2, 2]])
+  np.testing.assert_allclose(model(same).numpy(), scores[[2, 2]], rtol=1e-5)
+
+
+def test_segment_training_sends_gradients_only_to_the_sampled_segment():
+  node_feat, edges, configurable, node_config_feat = _chain_program()
+  features = tf.constant(node_feat)
+  graph = records.graph_tensor_from_arrays("layout", features, np.zeros(40, np.uint8), edges,
+                                           node_config_ids=configurable, node_config_feat=node_config_feat)
+  model = layout_model.build_layout_model(graph.spec, units=16, num_layers=2, segment_size=10)
+  reached = set()
+  for _ in range(6):
+    with tf.GradientTape() as tape:
+      tape.watch(features)
+      graph = records.graph_tensor_from_arrays("layout", features, np.zeros(40, np.uint8), edges,
+                                               node_config_ids=configurable, node_config_feat=node_config_feat)
+      loss = tf.reduce_sum(model(graph, training=True) ** 2)
+    rows = np.flatnonzero(np.abs(tape.gradient(loss, features).numpy()).sum(axis=1) > 0)
+    assert rows.size > 0 and np.unique(rows // 10).size == 1  # one segment of 10 ops
+    reached.add(int(rows[0] // 10))
+  assert len(reached) > 1  # the segment is resampled each step
+  with tf.GradientTape() as tape:  # outside training, every op gets gradients
+    tape.watch(features)
+    graph = records.graph_tensor_from_arrays("layout", features, np.zeros(40, np.uint8), edges,
+                                             node_config_ids=configurable, node_config_feat=node_config_feat)
+    loss = tf.reduce_sum(model(graph) ** 2)
+  assert np.unique(np.flatnonzero(np.abs(tape.gradient(loss, features).numpy()).sum(axis=1) > 0) // 10).size == 4
+
+
+def test_chunked_scoring_equals_scoring_all_configs_at_once(tmp_path):
+  source = GENERATED_VALID / "mobilenet.b1.f32.npz"
+  (tmp_path / "npz/layout/xla/default/valid").mkdir(parents=True)
+  graph = npz.read_graph(source)
+  npz.write_graph(tmp_path / "npz/layout/xla/default/valid/small.npz", graph)
+  convert.convert_directory(tmp_path / "npz", tmp_path / "chunked", configs_per_chunk=37, progress=False)
+  unchunked = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
+                                               node_config_ids=graph.node_config_ids,
+                                               node_config_feat=graph.node_config_feat)
+  model = layout_model.build_layout_model(
+      records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True),
+      units=16, num_layers=2, prune_hops=1)
+  scored = trainer.score_records(tasks.LayoutTask(), model, tmp_path / "chunked/layout/xla/default/valid",
+                                 batch_size=2)
+  runtimes, scores = scored["layout:xla:default:small"]
+  assert scores.shape == (graph.num_configs,)
+  np.testing.assert_allclose(scores, model(unchunked.with_indices_dtype(tf.int32)).numpy(), rtol=1e-4, atol=1e-5)
+  np.testing.assert_array_equal(runtimes, graph.config_runtime.astype(np.float32))
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
