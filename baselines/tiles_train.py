@@ -44,6 +44,8 @@ def main(argv):
   data_root = pathlib.Path(_DATA_ROOT.value)
   if not (data_root / "tile" / "xla").is_dir():
     sys.exit(f"tiles_train: {data_root} holds no tile/xla directory; pass --data_root=<TpuGraphs npz tree>")
+  # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
+  strategy = strategies.choose_strategy(_TPU.value)
   out_dir = pathlib.Path(_OUT_DIR.value)
   records_root = pathlib.Path(_RECORDS_DIR.value) if _RECORDS_DIR.value else out_dir / "records"
   try:
@@ -57,7 +59,7 @@ def main(argv):
       batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
       learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, seed=_SEED.value)
   build = lambda spec: tile_model.build_tile_model(spec, _JOIN.value, _BACKBONE.value, _UNITS.value, _LAYERS.value)
-  result = trainer.run(tasks.TileTask(), build, config, strategies.choose_strategy(_TPU.value))
+  result = trainer.run(tasks.TileTask(), build, config, strategy)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

@@ -1,5 +1,9 @@
-"""Strategy choice: default strategy on a machine without accelerators; only TPUs need padding."""
+"""Strategy choice: default strategy on a machine without accelerators; only TPUs need padding.
 
+Two real workers under TF_CONFIG: tests/test_multi_worker.py.
+"""
+
+import json
 import sys
 
 import pytest
@@ -14,6 +18,16 @@ def test_without_tpu_or_gpus_the_default_strategy_is_used():
   strategy = strategies.choose_strategy()
   assert strategy is tf.distribute.get_strategy()
   assert strategy.num_replicas_in_sync == 1
+
+
+def test_a_tf_config_of_one_worker_keeps_the_local_strategy_and_its_run_directory(monkeypatch, tmp_path):
+  if len(tf.config.list_logical_devices("GPU")) > 1:
+    pytest.skip("several GPUs visible: MirroredStrategy is the right choice here")
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:2222"]},
+                                              "task": {"type": "worker", "index": 0}}))
+  strategy = strategies.choose_strategy()
+  assert strategy is tf.distribute.get_strategy()
+  assert strategies.is_chief(strategy) and strategies.worker_directory(strategy, tmp_path) == tmp_path
 
 
 def test_only_tpu_strategies_need_static_shapes():

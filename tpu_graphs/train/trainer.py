@@ -5,6 +5,7 @@
 * inputs: `readers.training_dataset` with seed `config.seed + epoch`, so epoch e always sees the
   same configs in the same order; each replica batches `batch_size / replicas` graphs and merges
   them into one GraphTensor (padded to static sizes when the strategy needs it, see padding.py);
+  each worker's input pipeline keeps its own share of those batches;
 * the task turns those into labels (b, k) and the model's scores (c,) into ranking logits;
 * after each epoch: all configs of the validation graphs are scored, metrics land in the Keras
   logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
@@ -95,22 +96,30 @@ def steps_per_epoch(records_dir, batch_size: int) -> int:
   return chunks // batch_size
 
 
-def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int, replicas: int = 1,
+def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
+                    input_context: Optional[tf.distribute.InputContext] = None,
                     constraints: Optional[tfgnn.SizeConstraints] = None) -> tf.data.Dataset:
   """One input pipeline's (graph, labels) batches of epochs first_epoch .. config.epochs - 1.
 
   Each batch holds one replica's share of config.batch_size graphs, padded to `constraints` when
-  given; each epoch has exactly steps_per_epoch * replicas batches, so epochs stay aligned with
-  Keras' epochs however the replicas take them.
+  given. An epoch is steps_per_epoch * replicas batches, the same sequence in every pipeline (one
+  per worker, see `input_context`); pipeline i keeps batches i, i + pipelines, ..., one per local
+  replica and step. So epochs stay aligned with Keras' epochs however the replicas take them, no
+  batch is used twice in an epoch, and with one replica per worker the batches of a step are those
+  a single process takes in that step: the same updates at the same global batch size. (Sharding
+  is by batch, not by file, so every worker reads all records: simple and exact, at the cost of
+  reading work that grows with the number of workers.)
   """
-  batch_size = config.batch_size // replicas
-  batches_per_epoch = steps_per_epoch(config.train_dir, config.batch_size) * replicas
+  context = input_context or tf.distribute.InputContext()
+  batch_size = context.get_per_replica_batch_size(config.batch_size)
+  batches_per_epoch = steps_per_epoch(config.train_dir, config.batch_size) * context.num_replicas_in_sync
   epochs = []
   for epoch in range(first_epoch, config.epochs):
     graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch)
     # Static batch sizes only where padding makes every shape static: MirroredStrategy's
     # iterator must be able to make empty batches of the element spec.
     batches = _merged_batches(graphs, batch_size, drop_remainder=bool(constraints)).take(batches_per_epoch)
+    batches = batches.shard(context.num_input_pipelines, context.input_pipeline_id)
     epochs.append(padding.pad_batches(batches, constraints) if constraints else batches)
   inputs = epochs[0]
   for epoch in epochs[1:]:
@@ -222,6 +231,9 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
         exporters: Sequence[ModelExporter] = ()) -> dict:
   """Trains (or resumes) a run in config.out_dir and returns the content of its metrics.json.
 
+  In a multi-worker cluster every worker calls this alike; each writes the whole run into its own
+  directory, strategies.worker_directory (config.out_dir for the chief).
+
   Args:
     task: what to train and judge (e.g. tasks.TileTask()).
     build_model: graph spec of one replica's merged batch -> Keras scorer, GraphTensor -> (c,).
@@ -231,6 +243,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     exporters: called with the final (best) scorer after model/ is saved.
   """
   strategy = strategy or strategies.choose_strategy()
+  config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
   out_dir = pathlib.Path(config.out_dir)
   out_dir.mkdir(parents=True, exist_ok=True)
   _write_json(out_dir / "config.json", {**dataclasses.asdict(config), "task": type(task).__name__,
@@ -246,7 +259,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
         readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed), replica_batch)
 
   tf.keras.utils.set_random_seed(config.seed)
-  spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0, replicas, constraints).element_spec[0]
+  spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0,
+                         tf.distribute.InputContext(num_replicas_in_sync=replicas), constraints).element_spec[0]
   if constraints is None:  # the scorer also serves evaluation and export, on any number of graphs
     spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
@@ -268,7 +282,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     inputs = strategy.distribute_datasets_from_function(
-        lambda context: training_inputs(task, config, first_epoch, replicas, constraints))
+        lambda context: training_inputs(task, config, first_epoch, context, constraints))
     model.fit(inputs, epochs=config.epochs, initial_epoch=first_epoch,
               steps_per_epoch=steps_per_epoch(config.train_dir, config.batch_size), verbose=config.verbose,
               callbacks=[EpochEnd(task, scorer, config, manager, state, history),
