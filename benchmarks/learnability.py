@@ -3,9 +3,9 @@ ridge regression on summed config features (no graph), and of the noiseless cost
 
   python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0]
 
-Scores: layout, mean Kendall tau over graphs; tile, mean of 2 - best runtime in the predicted
-top 5 / best runtime (the competition's slowdown score; 1 is perfect). The noiseless runtimes
-come from regenerating the test architectures (the bytes must match --data_dir, which is checked),
+Scores (tpu_graphs/train/metrics.py): layout, mean Kendall tau-b over graphs; tile, mean tile
+score = 1 - top-5 slowdown = 2 - best runtime in the predicted top 5 / best runtime (1 is
+perfect). The noiseless runtimes come from regenerating the test architectures (the bytes must match --data_dir, which is checked),
 so the cost-model row says how much the 1% measurement noise alone costs.
 """
 
@@ -20,21 +20,12 @@ from absl import flags
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.synth import generate
+from tpu_graphs.train import metrics
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
 _SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
 _SEED = flags.DEFINE_integer("seed", 0, "The seed it was generated with.")
 COLLECTIONS = ("tile/xla", "layout/xla/default", "layout/xla/random", "layout/nlp/default", "layout/nlp/random")
-
-
-def kendall_tau(predicted: np.ndarray, actual: np.ndarray) -> float:
-  """Kendall's tau-a of two (c,) arrays."""
-  i, j = np.triu_indices(len(actual), 1)
-  return float(np.mean(np.sign(predicted[i] - predicted[j]) * np.sign(actual[i] - actual[j])))
-
-
-def top5_slowdown_score(predicted: np.ndarray, actual: np.ndarray) -> float:
-  return float(2 - actual[np.argsort(predicted, kind="stable")[:5]].min() / actual.min())
 
 
 def config_features(graph: graphs.Graph) -> np.ndarray:
@@ -78,15 +69,15 @@ def main(argv):
   for collection in COLLECTIONS:
     train = [npz.read_graph(p) for p in sorted((root / "npz" / collection / "train").glob("*.npz"))]
     mean, scale, weights = fit_ridge(train)
-    score = kendall_tau if collection.startswith("layout") else top5_slowdown_score
+    score = metrics.kendall_tau if collection.startswith("layout") else metrics.tile_score
     rows = {"random": [], "ridge": [], "model": []}
     for path in sorted((root / "npz" / collection / "test").glob("*.npz")):
       graph = npz.read_graph(path)
       labels = np.load(root / "test_labels" / collection / "test" / (path.stem + ".npy"))
       actual = labels.astype(np.float64) if labels.ndim == 1 else labels[:, 0] / labels[:, 1]
-      rows["random"].append(score(rng.random(len(actual)), actual))
-      rows["ridge"].append(score(((config_features(graph) - mean) / scale) @ weights, actual))
-      rows["model"].append(score(noiseless[str(path.relative_to(root))], actual))
+      rows["random"].append(score(actual, rng.random(len(actual))))
+      rows["ridge"].append(score(actual, ((config_features(graph) - mean) / scale) @ weights))
+      rows["model"].append(score(actual, noiseless[str(path.relative_to(root))]))
     print(f"| {collection.replace('/', ':')} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
           f"{np.mean(rows['ridge']):.3f} | {np.mean(rows['model']):.3f} |")
 

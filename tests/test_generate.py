@@ -10,6 +10,7 @@ from tpu_graphs.data import convert
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.hlo import opcodes
 from tpu_graphs.synth import generate
 
 EMBEDDED = locations.EMBEDDED_ROOT
@@ -70,6 +71,17 @@ def test_default_search_changes_few_nodes_and_random_search_sets_all(regenerated
   explicit = (default != -1).any(-1)
   assert not explicit[0].any() and (explicit[1:].sum(-1) >= 1).all() and (explicit[1:].sum(-1) <= 3).all()
   assert (random != -1).any(-1).all()
+
+
+def test_convolutions_and_dots_are_tile_kernels(regenerated):
+  root, _ = regenerated
+  matrix_ops = {opcodes.OPCODE_IDS["convolution"], opcodes.OPCODE_IDS["dot"]}
+  kernels = [npz.read_graph(p) for p in sorted((root / "npz" / "tile").rglob("*.npz"))]
+  matrix_kernels = [k for k in kernels if matrix_ops & set(k.node_opcode.tolist())]
+  assert matrix_kernels
+  # A convolution kernel's configs set a kernel tile (input, output features).
+  convolution = opcodes.OPCODE_IDS["convolution"]
+  assert any((k.config_feat[:, :2] > 0).all() for k in matrix_kernels if convolution in k.node_opcode)
 
 
 def test_generated_files_convert_to_records(regenerated, tmp_path):

@@ -27,6 +27,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
@@ -192,7 +193,7 @@ def _sizes(extent: int, keep: int) -> list[int]:
 
 
 def tile_candidates(work: cost_model.KernelWork, rng: np.random.Generator) -> list[tuple[tuple, tuple]]:
-  """Valid (output tile, kernel tile) pairs: they fit on-chip memory. At most 2000, sampled."""
+  """(output tile, kernel tile) pairs of finite runtime. At most 2000, sampled."""
   axes = [_sizes(d, 5) for d in work.output_dims]
   if work.convolution_features:
     axes += [_sizes(f, 4) for f in work.convolution_features]
@@ -209,7 +210,7 @@ def tile_candidates(work: cost_model.KernelWork, rng: np.random.Generator) -> li
 
 def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_configs: int,
                     seed: int) -> Optional[GeneratedFile]:
-  """Writes one kernel's tile graph; None when it has fewer than two valid tile sizes."""
+  """Writes one kernel's tile graph; None when it has fewer than two tile sizes."""
   key = ("tile:xla", graph_id)
   work = cost_model.kernel_work(kernel)
   candidates = tile_candidates(work, file_rng(seed, *key, "candidates"))
@@ -240,10 +241,52 @@ def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_c
   return GeneratedFile(path, runtimes / runtimes[0])
 
 
+def with_matrix_fusions(optimized: hlo_pb2.HloModuleProto) -> hlo_pb2.HloModuleProto:
+  """A copy of `optimized` in which every convolution and dot outside a fusion is wrapped in one.
+
+  The CPU backend that compiles the zoo leaves convolutions and dots unfused; XLA:TPU runs each
+  as a convolution fusion, and those matrix-unit kernels are where tile sizes matter most (output
+  tile vs kernel tile, re-reads of activations and weights). The wrapper computation holds one
+  parameter per operand and the op as root.
+  """
+  module = hlo_pb2.HloModuleProto()
+  module.CopyFrom(optimized)
+  next_id = 1 + max(max(i.id for c in module.computations for i in c.instructions),
+                    max(c.id for c in module.computations))
+  fused = {cid for c in module.computations for i in c.instructions if i.opcode == "fusion"
+           for cid in i.called_computation_ids}
+  by_id = {i.id: i for c in module.computations for i in c.instructions}
+  for computation in list(module.computations):
+    if computation.id in fused or computation.is_fusion_computation:
+      continue
+    for instruction in computation.instructions:
+      if instruction.opcode not in cost_model.MXU_OPCODES:
+        continue
+      body = module.computations.add(name=f"fused_{instruction.name}", id=next_id, is_fusion_computation=True)
+      next_id += 1
+      for number, operand_id in enumerate(instruction.operand_ids):
+        parameter = body.instructions.add(name=f"param_{number}.{next_id}", opcode="parameter", id=next_id,
+                                          parameter_number=number)
+        parameter.shape.CopyFrom(by_id[operand_id].shape)
+        next_id += 1
+      root = body.instructions.add()
+      root.CopyFrom(instruction)
+      root.id = next_id
+      del root.operand_ids[:]
+      root.operand_ids.extend(i.id for i in body.instructions[:-1])
+      body.root_id = root.id
+      next_id += 1
+      instruction.CopyFrom(hlo_pb2.HloInstructionProto(
+          name=instruction.name, id=instruction.id, opcode="fusion", fusion_kind="kOutput", shape=instruction.shape,
+          operand_ids=instruction.operand_ids, called_computation_ids=[body.id]))
+  return module
+
+
 def distinct_kernels(optimized) -> list:
-  """The program's kernel modules, without repeats of an identical kernel graph, in module order."""
+  """The program's kernel modules (fusions, and convolutions and dots wrapped as fusions), without
+  repeats of an identical kernel graph, in module order."""
   seen, kernels = set(), []
-  for kernel in featurize.kernel_modules(optimized):
+  for kernel in featurize.kernel_modules(with_matrix_fusions(optimized)):
     nodes = featurize.module_features(kernel)
     digest = hashlib.sha256(nodes.node_feat.tobytes() + nodes.node_opcode.tobytes()
                             + nodes.edge_index.tobytes()).hexdigest()
