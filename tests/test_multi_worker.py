@@ -54,8 +54,9 @@ def _losses(run_dir: pathlib.Path) -> list:
 
 def test_two_workers_end_with_identical_weights_and_follow_a_single_process_run(tmp_path):
   npz_root = tile_test_data.write_tile_tree(tmp_path, {"train": 16, "valid": 4})
-  # Converted once beforehand: workers sharing a disk would otherwise convert into one directory at once.
-  convert.convert_directory(npz_root / "tile", tmp_path / "records", progress=False)  # as tiles_train does
+  # Converted once beforehand, as tiles_train would (it then finds every shard done): workers
+  # sharing a disk would otherwise convert into one directory at once.
+  convert.convert_directory(npz_root / "tile", tmp_path / "records", progress=False)
   flags = [f"--data_root={npz_root}", f"--records_dir={tmp_path / 'records'}", f"--out_dir={tmp_path / 'run'}",
            f"--units={UNITS}", f"--layers={LAYERS}", *(f"--{name}={value}" for name, value in SETTINGS.items())]
   ports = _free_ports(2)
@@ -77,6 +78,8 @@ def test_two_workers_end_with_identical_weights_and_follow_a_single_process_run(
         strategy=tf.distribute.get_strategy())
     for worker in workers:
       worker.wait(timeout=max(1.0, TIMEOUT_S - (time.monotonic() - started)))
+  except subprocess.TimeoutExpired:
+    pytest.fail(f"workers still running after {TIMEOUT_S} s; worker 0 log:\n" + logs[0].read_text()[-4000:])
   finally:
     for worker in workers:
       if worker.poll() is None:
