@@ -3,11 +3,15 @@
   python baselines/tiles_train.py --out_dir out/tiles --epochs 10
   python baselines/tiles_train.py --data_root <TpuGraphs>/npz --out_dir out/tiles_real --tpu local
   bazel run //baselines:tiles_train -- --out_dir ...
+  TF_CONFIG='{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": {"type": "worker", "index": 0}}' \
+    python baselines/tiles_train.py --out_dir out/tiles   # on host0; "index": 1 on host1
 
 The npz tree under --data_root is converted to records first (into --records_dir, default
 <out_dir>/records; finished shards are reused). Rerunning with the same --out_dir resumes a killed
 run from its last epoch. The run directory gets config.json, metrics.json (validation metrics,
-per kernel), predictions.csv (test split, `ID,TopConfigs`), model/ and TensorBoard logs/.
+per kernel), predictions.csv (test split, `ID,TopConfigs`), model/ and TensorBoard logs/. With
+TF_CONFIG naming several workers, every worker runs this same command (MultiWorkerMirroredStrategy)
+and non-chief workers write their copy under <out_dir>/workers/<index>/.
 """
 
 import json
