@@ -1,9 +1,10 @@
-"""Scores every config of one split with a trained tile model: metrics and/or predictions CSV.
+"""Scores every config of one split with a trained tile or layout model: metrics and/or predictions CSV.
 
   python baselines/evaluate.py --run_dir out/tiles --split valid
   python baselines/evaluate.py --run_dir out/tiles --data_root <TpuGraphs>/npz --split test --out_dir out/eval
+  python baselines/evaluate.py --collection layout:nlp:default --run_dir out/layout_nlp_default --split valid
 
-Reads <run_dir>/model (written by tiles_train.py), converts the split's npz files to records
+Reads <run_dir>/model (written by tiles_train.py or layout_train.py), converts the split's npz files to records
 (into <out_dir>/records, reused when finished) and writes <out_dir>/metrics_<split>.json (splits
 with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.csv (`ID,TopConfigs`).
 """
@@ -19,6 +20,10 @@ from tpu_graphs import programs
 from tpu_graphs.data import convert, graphs, locations, npz
 from tpu_graphs.train import tasks, trainer
 
+_COLLECTION = flags.DEFINE_enum("collection", "tile:xla", ["tile:xla"] + [
+    f"layout:{source}:{search}" for source in ("xla", "nlp") for search in ("default", "random")],
+    "Which collection the model ranks.")
+_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", 64, "Layout configs scored per chunk: bounds memory.")
 _RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py.")
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
@@ -29,19 +34,22 @@ def main(argv):
   del argv
   run_dir = pathlib.Path(_RUN_DIR.value)
   out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
-  split_dir = pathlib.Path(_DATA_ROOT.value) / "tile" / "xla" / _SPLIT.value
+  relative = pathlib.Path(*_COLLECTION.value.split(":"), _SPLIT.value)
+  split_dir = pathlib.Path(_DATA_ROOT.value) / relative
   if not (run_dir / "model").is_dir():
-    sys.exit(f"evaluate: {run_dir / 'model'} not found; train with baselines/tiles_train.py first")
+    sys.exit(f"evaluate: {run_dir / 'model'} not found; train with baselines/tiles_train.py or layout_train.py first")
   if not split_dir.is_dir():
     sys.exit(f"evaluate: {split_dir} not found; pass --data_root=<TpuGraphs npz tree>")
   out_dir.mkdir(parents=True, exist_ok=True)
   try:
-    convert.convert_directory(split_dir, out_dir / "records")
+    chunking = {"configs_per_chunk": _CONFIGS_PER_CHUNK.value} if _COLLECTION.value.startswith("layout") else {}
+    convert.convert_directory(split_dir, out_dir / "records", **chunking)
   except graphs.GraphFileError as error:
     sys.exit(f"evaluate: invalid input file {error}")
-  task = tasks.TileTask()
+  task = tasks.LayoutTask() if _COLLECTION.value.startswith("layout") else tasks.TileTask()
   scorer = tf.keras.models.load_model(str(run_dir / "model"))
-  scored = trainer.score_records(task, scorer, out_dir / "records" / "tile" / "xla" / _SPLIT.value)
+  scored = trainer.score_records(task, scorer, out_dir / "records" / relative,
+                                 batch_size=1 if task.kind == "layout" else 8)
   trainer.write_predictions(task, scored, out_dir / f"predictions_{_SPLIT.value}.csv")
   if all(runtimes.min() > 0 for runtimes, _ in scored.values()):
     result = trainer.evaluate(task, scored)
