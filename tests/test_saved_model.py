@@ -1,6 +1,7 @@
 """The serving SavedModel: written by the trainer, same scores as the in-memory model, served by
 plain TensorFlow (a fresh process without tpu_graphs or TF-GNN, and saved_model_cli)."""
 
+import dataclasses
 import os
 import pathlib
 import subprocess
@@ -14,12 +15,13 @@ import sample_data
 import tile_test_data
 from tpu_graphs.data import graphs, npz, records
 from tpu_graphs.export import saved_model
-from tpu_graphs.models import tile_model
+from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import tasks, trainer
 
 REAL_TILE_FILES = ("npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
                    "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz",
                    "npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz")
+REAL_LAYOUT_FILE = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"  # 3,163 ops, 62 configurable
 SAVED_MODEL_CLI = pathlib.Path(sys.executable).parent / "saved_model_cli"
 
 
@@ -135,6 +137,35 @@ def test_unknown_collection_kind_is_rejected(tile_run):
   _, scorer = tile_run
   with pytest.raises(ValueError, match="unknown collection kind 'kernel'"):
     saved_model.ServingModule(scorer, "kernel")
+
+
+def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp_path):
+  graph = npz.read_graph(sample_data.require_sample(REAL_LAYOUT_FILE))
+  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:40], config_runtime=graph.config_runtime[:40])
+  example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
+                                             node_config_ids=graph.node_config_ids,
+                                             node_config_feat=graph.node_config_feat[:2])
+  scorer = layout_model.build_layout_model(
+      example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
+      units=16, num_layers=2, prune_hops=1)
+  joined = _joined_graphs("layout", graph)
+  expected = np.concatenate([scorer(g.with_indices_dtype(tf.int32)).numpy() for g in joined])
+  saved_model.export(scorer, "layout", tmp_path / "export")
+  loaded = tf.saved_model.load(str(tmp_path / "export"))
+  plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
+      node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
+      edge_index=tf.constant(graph.edge_index), node_config_ids=tf.constant(graph.node_config_ids),
+      node_config_feat=tf.constant(graph.node_config_feat))["scores"].numpy()
+  examples = loaded.signatures[saved_model.EXAMPLES_SIGNATURE](
+      examples=tf.constant([records.serialize(g) for g in joined]))["scores"].numpy()
+  np.testing.assert_allclose(plain, expected, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(examples, expected, rtol=1e-5, atol=1e-5)
+  assert np.ptp(plain) > 0
+  with pytest.raises(tf.errors.InvalidArgumentError, match="node_config_feat has not one column"):
+    loaded.signatures[saved_model.PLAIN_SIGNATURE](
+        node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
+        edge_index=tf.constant(graph.edge_index), node_config_ids=tf.constant(graph.node_config_ids[:5]),
+        node_config_feat=tf.constant(graph.node_config_feat))
 
 
 if __name__ == "__main__":
