@@ -36,8 +36,13 @@ def peak_rss_gb() -> float:
 def _model(spec, args, statistics=None):
   return layout_model.build_layout_model(
       spec.relax(num_components=True, num_nodes=True, num_edges=True), units=args.units, num_layers=args.layers,
-      prune_hops=args.prune_hops if args.prune_hops >= 0 else None, feature_statistics=statistics,
+      feature_statistics=statistics,
       segment_size=args.segment_size or None)
+
+
+def _task(args) -> tasks.LayoutTask:
+  """The layout task; it prunes each graph once as it is read (not the model, once per chunk)."""
+  return tasks.LayoutTask(prune_hops=args.prune_hops if args.prune_hops >= 0 else None)
 
 
 def score(args) -> None:
@@ -51,7 +56,7 @@ def score(args) -> None:
                               configs_per_chunk=args.configs_per_chunk, progress=False)
     model = _model(records.graph_spec("layout"), args)
     start = time.perf_counter()
-    scored = trainer.score_records(tasks.LayoutTask(), model, pathlib.Path(temporary) / "records" / relative,
+    scored = trainer.score_records(_task(args), model, pathlib.Path(temporary) / "records" / relative,
                                    batch_size=1)
     seconds = time.perf_counter() - start
   (_, scores), = scored.values()
@@ -76,7 +81,7 @@ def train(args) -> None:
     config = trainer.TrainingConfig(train_dir=str(records_dir), valid_dir=str(records_dir), out_dir=temporary,
                                     epochs=1, batch_size=args.batch_size, configs_per_graph=args.configs_per_graph,
                                     loss=args.loss)
-    task = tasks.LayoutTask()
+    task = _task(args)
     inputs = trainer.training_inputs(task, config, 0)
     model = trainer.RankingModel(_model(inputs.element_spec[0], args, statistics), task, args.configs_per_graph)
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss=task.loss(args.loss))

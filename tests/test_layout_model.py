@@ -1,4 +1,4 @@
-"""Layout model: per-config scores, Graph Segment Training gradients, chunked = unchunked scoring."""
+"""Layout model: per-config scores, Graph Segment Training gradients, chunked (graphs pruned once as\nread) = unchunked scoring (pruned inside the model)."""
 
 import pathlib
 import sys
@@ -61,7 +61,7 @@ def test_segment_training_sends_gradients_only_to_the_sampled_segment():
   assert np.unique(np.flatnonzero(np.abs(tape.gradient(loss, features).numpy()).sum(axis=1) > 0) // 10).size == 4
 
 
-def test_chunked_scoring_equals_scoring_all_configs_at_once(tmp_path):
+def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_once(tmp_path):
   source = GENERATED_VALID / "mobilenet.b1.f32.npz"
   (tmp_path / "npz/layout/xla/default/valid").mkdir(parents=True)
   graph = npz.read_graph(source)
@@ -70,14 +70,18 @@ def test_chunked_scoring_equals_scoring_all_configs_at_once(tmp_path):
   unchunked = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                                node_config_ids=graph.node_config_ids,
                                                node_config_feat=graph.node_config_feat)
-  model = layout_model.build_layout_model(
-      records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True),
-      units=16, num_layers=2, prune_hops=1)
-  scored = trainer.score_records(tasks.LayoutTask(), model, tmp_path / "chunked/layout/xla/default/valid",
-                                 batch_size=2)
+  spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
+  model = layout_model.build_layout_model(spec, units=16, num_layers=2)
+  pruning_model = layout_model.build_layout_model(spec, units=16, num_layers=2, prune_hops=1)
+  pruning_model.set_weights(model.get_weights())
+  # The task prunes each graph once as the records are read; pruning_model prunes its input itself.
+  scored = trainer.score_records(tasks.LayoutTask(prune_hops=1), model,
+                                 tmp_path / "chunked/layout/xla/default/valid", batch_size=2)
   runtimes, scores = scored["layout:xla:default:small"]
   assert scores.shape == (graph.num_configs,)
-  np.testing.assert_allclose(scores, model(unchunked.with_indices_dtype(tf.int32)).numpy(), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(scores, pruning_model(unchunked.with_indices_dtype(tf.int32)).numpy(),
+                             rtol=1e-4, atol=1e-5)
+  assert not np.allclose(scores, model(unchunked.with_indices_dtype(tf.int32)).numpy(), rtol=1e-3)
   np.testing.assert_array_equal(runtimes, graph.config_runtime.astype(np.float32))
 
 

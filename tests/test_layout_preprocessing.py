@@ -10,6 +10,8 @@ import tensorflow as tf
 from tpu_graphs.data import convert, readers, records
 from tpu_graphs.models import layout_preprocessing
 
+import sample_data
+
 GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
 
 
@@ -26,12 +28,35 @@ def _random_program(seed: int, num_nodes: int = 60, num_configurable: int = 8):
   return node_feat, edges, configurable, node_config_feat
 
 
-def _reachability(num_nodes: int, producers, consumers) -> np.ndarray:
-  reach = np.zeros((num_nodes, num_nodes), bool)
-  reach[producers, consumers] = True
-  for middle in range(num_nodes):  # Floyd-Warshall transitive closure
-    reach |= reach[:, [middle]] & reach[[middle], :]
-  return reach
+def _kept_reduction(num_nodes: int, producers, consumers, kept) -> tuple[np.ndarray, np.ndarray]:
+  """Brute force: (reach, reduction), (n_kept, n_kept) bool over `kept` ops: reach[a, c] when a
+  reaches c in the whole graph; reduction keeps the pairs with no kept op b between a and c."""
+  order, remaining = [], np.bincount(consumers, minlength=num_nodes)
+  ready = list(np.flatnonzero(remaining == 0))
+  while ready:  # Kahn's topological order
+    node = ready.pop()
+    order.append(node)
+    for consumer in consumers[producers == node]:
+      remaining[consumer] -= 1
+      if remaining[consumer] == 0:
+        ready.append(consumer)
+  reached_by = np.zeros((num_nodes, num_nodes), bool)  # reached_by[v, u]: u reaches v (u == v included)
+  for node in order:
+    reached_by[node, node] = True
+    reached_by[node] |= reached_by[producers[consumers == node]].any(axis=0)
+  reach = reached_by[np.ix_(kept, kept)].T & ~np.eye(kept.size, dtype=bool)
+  implied = (reach.astype(np.int64) @ reach.astype(np.int64)) > 0
+  return reach, reach & ~implied
+
+
+def _pruned_edges(pruned) -> np.ndarray:
+  """(n_kept, n_kept) bool adjacency [producer, consumer] of the pruned graph's feeds."""
+  feeds = pruned.edge_sets["feeds"].adjacency
+  num_kept = int(pruned.node_sets["op"].total_size)
+  edges = np.zeros((num_kept, num_kept), bool)
+  edges[feeds.source.numpy(), feeds.target.numpy()] = True
+  assert edges.sum() == feeds.source.shape[0]  # no duplicates
+  return edges
 
 
 @pytest.mark.parametrize("hops", [0, 1, 2])
@@ -55,12 +80,26 @@ def test_pruning_keeps_configurable_ops_their_neighbourhood_and_reachability(hop
   # configures edges still lead each node_config to its op
   targets = pruned.edge_sets["configures"].adjacency.target.numpy()
   np.testing.assert_array_equal(kept[targets], np.tile(configurable, 3))
-
-  feeds = pruned.edge_sets["feeds"].adjacency
-  original = _reachability(num_nodes, edges[:, 1], edges[:, 0])[np.ix_(kept, kept)]
-  after = _reachability(kept.size, feeds.source.numpy(), feeds.target.numpy())
-  np.testing.assert_array_equal(after, original)
+  # feeds: exactly the transitive reduction of the whole graph's reachability among kept ops
+  reach, reduction = _kept_reduction(num_nodes, edges[:, 1], edges[:, 0], kept)
+  np.testing.assert_array_equal(_pruned_edges(pruned), reduction)
+  assert reach.sum() > reduction.sum() > 0
   assert hops == 0 or kept.size > configurable.size
+
+
+def test_pruning_the_real_unet_3d_graph_equals_the_brute_force_reduction():
+  arrays = np.load(sample_data.require_sample("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"))
+  num_nodes = arrays["node_feat"].shape[0]
+  node_feat = arrays["node_feat"].copy()
+  node_feat[:, 0] = np.arange(num_nodes)  # identifies each op after pruning
+  graph = records.graph_tensor_from_arrays("layout", node_feat, arrays["node_opcode"], arrays["edge_index"],
+                                           node_config_ids=arrays["node_config_ids"],
+                                           node_config_feat=arrays["node_config_feat"][:2])
+  pruned = layout_preprocessing.prune_to_configurable(graph, 1)
+  kept = pruned.node_sets["op"]["feat"][:, 0].numpy().astype(int)
+  assert set(arrays["node_config_ids"]) <= set(kept) and kept.size < num_nodes
+  _, reduction = _kept_reduction(num_nodes, arrays["edge_index"][:, 1], arrays["edge_index"][:, 0], kept)
+  np.testing.assert_array_equal(_pruned_edges(pruned), reduction)
 
 
 def test_pruning_a_merged_batch_prunes_each_graph_alone(tmp_path):

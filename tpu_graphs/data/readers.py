@@ -3,7 +3,9 @@
 Each shard's structure records are repeated once per chunk of their graph and zipped with the
 shard's config-chunk records (both are in graph order), then joined. Nothing but tf.data ops, so
 the pipeline runs in the input worker under any distribution strategy, and memory holds one chunk
-per element whatever the number of configs per graph.
+per element whatever the number of configs per graph. An optional `structure_transform`
+(GraphTensor -> GraphTensor of the same schema, e.g. layout pruning) runs once per graph on its
+structure record, before the structure is repeated for its chunks.
 
 * `evaluation_dataset`: every config of every graph, chunk by chunk, in file order.
 * `training_dataset`: per chunk, `configs_per_graph` configs sampled without replacement; fully
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Optional
+from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
@@ -31,17 +33,24 @@ def read_manifest(records_dir) -> dict:
     raise FileNotFoundError(f"{path}: no manifest; convert the npz files first (baselines/convert.py)") from None
 
 
-def _shard_dataset(kind: str, structure_file: str, configs_file: str) -> tf.data.Dataset:
+StructureTransform = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
+
+
+def _shard_dataset(kind: str, structure_file: str, configs_file: str,
+                   structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
   """(structure, chunk) GraphTensor pairs of one shard, in order."""
   parse = lambda serialized: records.parse(kind, serialized)
   structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse)
+  if structure_transform is not None:
+    structures = structures.map(structure_transform)
   structures = structures.flat_map(
       lambda g: tf.data.Dataset.from_tensors(g).repeat(g.context["num_chunks"][0]))
   chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse)
   return tf.data.Dataset.zip((structures, chunks))
 
 
-def _pairs(records_dir, shuffle_seed: Optional[int] = None) -> tuple[str, tf.data.Dataset]:
+def _pairs(records_dir, shuffle_seed: Optional[int] = None,
+           structure_transform: Optional[StructureTransform] = None) -> tuple[str, tf.data.Dataset]:
   manifest = read_manifest(records_dir)
   kind = graphs.collection_kind(manifest["collection"])
   directory = pathlib.Path(records_dir)
@@ -49,16 +58,16 @@ def _pairs(records_dir, shuffle_seed: Optional[int] = None) -> tuple[str, tf.dat
   if shuffle_seed is not None:
     order = tf.random.experimental.stateless_shuffle(tf.range(len(shards)), seed=[shuffle_seed, 0]).numpy()
     shards = [shards[i] for i in order]
-  datasets = [_shard_dataset(kind, s, c) for s, c in shards]
+  datasets = [_shard_dataset(kind, s, c, structure_transform) for s, c in shards]
   pairs = datasets[0]
   for dataset in datasets[1:]:
     pairs = pairs.concatenate(dataset)
   return kind, pairs
 
 
-def evaluation_dataset(records_dir) -> tf.data.Dataset:
+def evaluation_dataset(records_dir, structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
   """Scalar GraphTensors: each graph once per chunk, with all of that chunk's configs."""
-  kind, pairs = _pairs(records_dir)
+  kind, pairs = _pairs(records_dir, structure_transform=structure_transform)
   return pairs.map(lambda structure, chunk: records.join(kind, structure, chunk))
 
 
@@ -95,12 +104,13 @@ def sample_chunk(kind: str, chunk: tfgnn.GraphTensor, count: int, seed: tf.Tenso
   return tfgnn.GraphTensor.from_pieces(context=chunk.context, node_sets=node_sets, edge_sets=edge_sets)
 
 
-def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buffer: int = 64) -> tf.data.Dataset:
+def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buffer: int = 64,
+                     structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
   """Scalar GraphTensors, one per chunk, each with `configs_per_graph` sampled configs, shuffled.
 
   The same seed gives the same elements in the same order; vary it per epoch.
   """
-  kind, pairs = _pairs(records_dir, shuffle_seed=seed)
+  kind, pairs = _pairs(records_dir, shuffle_seed=seed, structure_transform=structure_transform)
   pairs = pairs.enumerate()
 
   def sample_and_join(index, pair):

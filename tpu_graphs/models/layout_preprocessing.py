@@ -38,56 +38,71 @@ def _neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, hops
   return keep
 
 
-def _follow_edges(pairs: tf.Tensor, edge_sources: tf.Tensor, edge_targets: tf.Tensor,
-                  num_nodes: tf.Tensor) -> tf.Tensor:
-  """(p, 2) [origin, node] pairs -> (q, 2) [origin, successor] over the given (e,) edges."""
-  order = tf.argsort(edge_sources, stable=True)
-  sorted_targets = tf.gather(edge_targets, order)
-  out_degree = tf.math.unsorted_segment_sum(tf.ones_like(edge_sources), edge_sources, num_nodes)
-  first_edge = tf.cumsum(out_degree, exclusive=True)
-  counts = tf.gather(out_degree, pairs[:, 1])
-  starts = tf.gather(first_edge, pairs[:, 1])
-  positions = tf.ragged.range(starts, starts + counts).flat_values
-  return tf.stack([tf.repeat(pairs[:, 0], counts), tf.gather(sorted_targets, positions)], axis=1)
+def _topological_levels(sources: tf.Tensor, targets: tf.Tensor, num_nodes: tf.Tensor) -> tf.Tensor:
+  """(n,) int64 longest-path depth of every op: 0 for ops without producers, else 1 + the deepest
+  producer's. Relaxation over all (e,) edges until nothing changes: depth + 1 rounds of O(e)."""
 
+  def relax(level, _):
+    deepest_producer = tf.math.unsorted_segment_max(tf.gather(level, sources) + 1, targets, num_nodes)
+    updated = tf.maximum(level, deepest_producer)
+    return updated, tf.reduce_any(updated != level)
 
-def _unique_pairs(pairs: tf.Tensor, num_nodes: tf.Tensor) -> tf.Tensor:
-  """(p, 2) int64 pairs -> the distinct pairs, sorted by (first, second)."""
-  keys = tf.sort(tf.unique(pairs[:, 0] * num_nodes + pairs[:, 1])[0])
-  return tf.stack([keys // num_nodes, keys % num_nodes], axis=1)
+  level, _ = tf.while_loop(lambda level, changed: changed, relax,
+                           (tf.zeros([num_nodes], tf.int64), tf.constant(True)))
+  return level
 
 
 def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
-  """(e', 2) [producer, consumer] pairs of kept ops joined by a path whose inner ops are dropped.
+  """(e', 2) [producer, consumer] pairs of kept ops: the fewest edges with the reachability among
+  kept ops of the whole graph (its transitive reduction).
+
+  A kept op a gets an edge to kept op c when a reaches c and no other kept op lies on a path
+  between them. Ops are visited level by level (`_topological_levels`); each op's row of a
+  (n, n_kept) uint8 matrix marks the kept ops reaching it: 1 = reaches it without passing another
+  kept op, 2 = through one (then an edge to it would be implied). Every edge is processed once:
+  O(e * n_kept) byte operations and depth + 1 loop rounds.
 
   Args:
     keep: (n,) bool, the kept ops.
-    sources, targets: (e,) int64 producer and consumer of every `feeds` edge.
-  Returns distinct pairs sorted by producer (so by graph component); direct edges between kept
-  ops are the paths without inner ops.
+    sources, targets: (e,) int64 producer and consumer of every `feeds` edge (a DAG).
+  Returns distinct pairs sorted by consumer, then producer (so by graph component).
   """
   num_nodes = tf.shape(keep, tf.int64)[0]
-  source_kept, target_kept = tf.gather(keep, sources), tf.gather(keep, targets)
-  direct = tf.stack([sources, targets], axis=1)
-  # Paths that leave the kept set: (kept origin, dropped op) pairs, extended through dropped ops.
-  dropped_edges = ~source_kept & ~target_kept
-  inner_sources, inner_targets = tf.boolean_mask(sources, dropped_edges), tf.boolean_mask(targets, dropped_edges)
-  frontier = _unique_pairs(tf.boolean_mask(direct, source_kept & ~target_kept), num_nodes)
+  kept_ops = tf.where(keep)[:, 0]
+  num_kept = tf.shape(kept_ops, tf.int64)[0]
+  kept_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
+  level = _topological_levels(sources, targets, num_nodes)
+  # Rows of the matrix in level order, so each level is one contiguous slice.
+  order = tf.cast(tf.argsort(level, stable=True), tf.int64)
+  row = tf.scatter_nd(order[:, tf.newaxis], tf.range(num_nodes), [num_nodes])
+  num_levels = tf.reduce_max(tf.concat([level, [-1]], 0)) + 1
+  level_starts = tf.searchsorted(tf.gather(level, order), tf.range(num_levels + 1), out_type=tf.int64)
+  edge_order = tf.argsort(tf.gather(level, targets), stable=True)
+  edge_sources, edge_targets = tf.gather(sources, edge_order), tf.gather(targets, edge_order)
+  edge_starts = tf.searchsorted(tf.gather(level, edge_targets), tf.range(num_levels + 1), out_type=tf.int64)
+  kept_in_order = tf.gather(keep, order)
+  reaching = tf.scatter_nd(tf.stack([tf.gather(row, kept_ops), tf.range(num_kept)], axis=1),
+                           tf.ones([num_kept], tf.uint8), tf.stack([num_nodes, num_kept]))
 
-  def extend(reached, frontier):
-    following = _unique_pairs(_follow_edges(frontier, inner_sources, inner_targets, num_nodes), num_nodes)
-    new_keys = tf.sets.difference((following[:, 0] * num_nodes + following[:, 1])[tf.newaxis],
-                                  (reached[:, 0] * num_nodes + reached[:, 1])[tf.newaxis]).values
-    frontier = tf.stack([new_keys // num_nodes, new_keys % num_nodes], axis=1)
-    return tf.concat([reached, frontier], axis=0), frontier
+  def visit_level(current, reaching):
+    first, last = level_starts[current], level_starts[current + 1]
+    edge_first, edge_last = edge_starts[current], edge_starts[current + 1]
+    incoming = tf.math.unsorted_segment_max(
+        tf.gather(reaching, tf.gather(row, edge_sources[edge_first:edge_last])),
+        tf.gather(row, edge_targets[edge_first:edge_last]) - first, last - first)  # (ops of level, n_kept)
+    own = reaching[first:last]  # 1 in a kept op's own column
+    through_kept = tf.where(incoming > 0, tf.constant(2, tf.uint8), own)
+    updated = tf.where(kept_in_order[first:last, tf.newaxis], through_kept, incoming)
+    return current + 1, tf.tensor_scatter_nd_update(reaching, tf.range(first, last)[:, tf.newaxis], updated)
 
-  reached, _ = tf.while_loop(
-      lambda reached, frontier: tf.shape(frontier)[0] > 0, extend, (frontier, frontier),
-      shape_invariants=(tf.TensorShape([None, 2]), tf.TensorShape([None, 2])))
-  returning = ~source_kept & target_kept
-  through_dropped = _follow_edges(reached, tf.boolean_mask(sources, returning), tf.boolean_mask(targets, returning),
-                                  num_nodes)
-  return _unique_pairs(tf.concat([tf.boolean_mask(direct, source_kept & target_kept), through_dropped], 0), num_nodes)
+  _, reaching = tf.while_loop(lambda current, _: current < num_levels, visit_level,
+                              (tf.constant(1, tf.int64), reaching))
+  into_kept = tf.gather(keep, targets)
+  incoming = tf.math.unsorted_segment_max(
+      tf.gather(reaching, tf.gather(row, tf.boolean_mask(sources, into_kept))),
+      tf.gather(kept_index, tf.boolean_mask(targets, into_kept)), num_kept)  # (n_kept consumers, n_kept producers)
+  pairs = tf.gather(kept_ops, tf.where(incoming == 1))  # [consumer, producer]
+  return tf.reverse(pairs, axis=[1])
 
 
 def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTensor:

@@ -12,12 +12,13 @@ Slots beyond a graph's configs, and configs without a measured runtime, get labe
 from __future__ import annotations
 
 import abc
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
+from tpu_graphs.models import layout_preprocessing
 from tpu_graphs.train import losses, metrics
 
 
@@ -33,6 +34,9 @@ class Task(abc.ABC):
   kind: str  # record kind read from the schema: "tile" or "layout"
   primary_metric: str  # key of `graph_metrics`, higher is better: early stopping, best model
   submission_length: Optional[int]  # configs per prediction row, best first; None for all
+  # Applied by the readers to each graph's structure record once, before its config chunks join:
+  # preprocessing that depends on the graph alone (e.g. pruning), not on configs.
+  structure_transform: Optional[Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]] = None
 
   @abc.abstractmethod
   def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
@@ -80,6 +84,13 @@ class LayoutTask(Task):
   kind = "layout"
   primary_metric = "kendall_tau"
   submission_length = None
+
+  def __init__(self, prune_hops: Optional[int] = None):
+    """prune_hops: if set, every graph is pruned once to its configurable ops and their
+    prune_hops-hop neighbourhood (layout_preprocessing.prune_to_configurable) as it is read."""
+    self.prune_hops = prune_hops
+    if prune_hops is not None:
+      self.structure_transform = lambda structure: layout_preprocessing.prune_to_configurable(structure, prune_hops)
 
   def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
     return tf.cast(configs["runtime"], tf.float32)

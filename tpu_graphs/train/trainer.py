@@ -115,7 +115,8 @@ def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
   batches_per_epoch = steps_per_epoch(config.train_dir, config.batch_size) * context.num_replicas_in_sync
   epochs = []
   for epoch in range(first_epoch, config.epochs):
-    graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch)
+    graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch,
+                                      structure_transform=task.structure_transform)
     # Static batch sizes only where padding makes every shape static: MirroredStrategy's
     # iterator must be able to make empty batches of the element spec.
     batches = _merged_batches(graphs, batch_size, drop_remainder=bool(constraints)).take(batches_per_epoch)
@@ -141,7 +142,8 @@ def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_s
             scorer(graph))
 
   parts: dict[str, list] = {}
-  batches = _merged_batches(readers.evaluation_dataset(records_dir), batch_size, drop_remainder=False)
+  batches = _merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
+                            drop_remainder=False)
   for graph in batches:
     keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
     for key in dict.fromkeys(keys):  # graphs in order of appearance
@@ -256,7 +258,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   constraints = None
   if strategies.needs_static_shapes(strategy):
     constraints = padding.size_constraints(
-        readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed), replica_batch)
+        readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed,
+                                 structure_transform=task.structure_transform), replica_batch)
 
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0,
