@@ -46,7 +46,11 @@ def main(argv):
     convert.convert_directory(split_dir, out_dir / "records", **chunking)
   except graphs.GraphFileError as error:
     sys.exit(f"evaluate: invalid input file {error}")
-  task = tasks.LayoutTask() if _COLLECTION.value.startswith("layout") else tasks.TileTask()
+  if _COLLECTION.value.startswith("layout"):  # read the graphs as the run did (e.g. pruned)
+    run_config = json.loads((run_dir / "config.json").read_text()) if (run_dir / "config.json").exists() else {}
+    task = tasks.LayoutTask(**run_config.get("task_settings", {}))
+  else:
+    task = tasks.TileTask()
   scorer = tf.keras.models.load_model(str(run_dir / "model"))
   scored = trainer.score_records(task, scorer, out_dir / "records" / relative,
                                  batch_size=1 if task.kind == "layout" else 8)

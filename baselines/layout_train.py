@@ -44,7 +44,9 @@ _LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "Weighted TF-Ranking los
 _BACKBONE = flags.DEFINE_enum("backbone", "residual_gcn", gnn.BACKBONES, "Message passing layers.")
 _UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
 _LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
-_PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 1, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning.")
+_PRUNE_HOPS = flags.DEFINE_integer(
+    "prune_hops", 0, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning. 0 keeps nlp graphs cheap: "
+    "1 hop on the 21,918-op nlp test graph keeps 2,850 ops joined by 51k edges (85 s, 4 GB to score 1,001 configs).")
 _DEDUP = flags.DEFINE_bool("dedup", True, "Merge training configs with identical features.")
 _NORMALIZE = flags.DEFINE_bool("normalize", True, "Standardize log-scaled op features with training statistics.")
 _SEGMENT_SIZE = flags.DEFINE_integer("segment_size", 0, "Graph Segment Training segment size in ops; 0 = off.")
@@ -55,6 +57,8 @@ _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU V
 
 def main(argv):
   del argv
+  # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
+  strategy = strategies.choose_strategy(_TPU.value)
   collection_dir = pathlib.Path(_DATA_ROOT.value) / "layout" / _SOURCE.value / _SEARCH.value
   if not (collection_dir / "train").is_dir() or not (collection_dir / "valid").is_dir():
     sys.exit(f"layout_train: {collection_dir} holds no train/ and valid/; pass --data_root=<TpuGraphs npz tree>")
@@ -83,10 +87,12 @@ def main(argv):
       batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
       learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, eval_batch_size=1,
       seed=_SEED.value)
+  # The task prunes each graph once as its records are read; the model sees pruned graphs.
+  task = tasks.LayoutTask(prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None)
   build = lambda spec: layout_model.build_layout_model(
-      spec, _BACKBONE.value, _UNITS.value, _LAYERS.value, prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None,
-      feature_statistics=statistics, segment_size=_SEGMENT_SIZE.value or None)
-  result = trainer.run(tasks.LayoutTask(), build, config, strategies.choose_strategy(_TPU.value))
+      spec, _BACKBONE.value, _UNITS.value, _LAYERS.value, feature_statistics=statistics,
+      segment_size=_SEGMENT_SIZE.value or None)
+  result = trainer.run(task, build, config, strategy)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

@@ -13,6 +13,7 @@ peak RSS. One measurement per process, so peak RSS belongs to it alone.
 """
 
 import argparse
+import json
 import pathlib
 import resource
 import subprocess
@@ -20,13 +21,15 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import tensorflow as tf
 
-from tpu_graphs.data import config_dedup, convert, locations, npz, records
+from tpu_graphs.data import config_dedup, convert, graphs, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import tasks, trainer
 
 GENERATED = locations.EMBEDDED_NPZ / "layout"
+
 
 
 def peak_rss_gb() -> float:
@@ -97,20 +100,72 @@ def train(args) -> None:
         f"{seconds / steps * epoch_steps:.0f} s/epoch ({epoch_steps} steps), peak RSS {peak_rss_gb():.2f} GB")
 
 
+def _train_and_validate(data_root: pathlib.Path, source: str, search: str, out_dir: pathlib.Path, args) -> str:
+  """Runs baselines/layout_train.py on one collection of `data_root`; its validation line."""
+  command = [sys.executable, str(locations.REPOSITORY / "baselines" / "layout_train.py"), f"--source={source}",
+             f"--search={search}", f"--data_root={data_root}", f"--out_dir={out_dir}", f"--epochs={args.epochs}",
+             f"--prune_hops={args.prune_hops}", "--patience=100"]
+  start = time.perf_counter()
+  result = subprocess.run(command, capture_output=True, text=True, check=False)
+  seconds = time.perf_counter() - start
+  if result.returncode:
+    return f"layout:{source}:{search} failed: {result.stderr[-2000:]}"
+  metrics = json.loads((out_dir / "metrics.json").read_text())
+  per_graph = ", ".join(f"{key.split(':')[-1]} {m['kendall_tau']:.3f}" for key, m in metrics["valid"]["per_graph"].items())
+  mean = metrics["valid"]["mean"]
+  return (f"tau layout:{source}:{search} ({args.epochs} epochs, {seconds:.0f} s): valid Kendall tau {mean['kendall_tau']:.3f}, "
+          f"OPA {mean['opa']:.3f}, top-1 slowdown {mean['top1_slowdown']:.3f}; per graph: {per_graph}")
+
+
+def generated_tau(args) -> None:
+  """Kendall's tau on the valid split of each generated layout collection (data/generated)."""
+  with tempfile.TemporaryDirectory() as temporary:
+    for source, search in (("xla", "default"), ("xla", "random"), ("nlp", "default"), ("nlp", "random")):
+      print(_train_and_validate(locations.EMBEDDED_NPZ, source, search, pathlib.Path(temporary) / f"{source}_{search}",
+                                args), flush=True)
+
+
+def real_tau(args) -> None:
+  """The real sample, xla default: train on unet3d, validate on all configs of unet_3d.4x4.bf16; then
+  a config split of unet_3d.4x4.bf16 (train on a random half of its configs, validate on the rest)."""
+  sample = locations.SAMPLE_NPZ / "layout/xla/default"
+  with tempfile.TemporaryDirectory() as temporary:
+    across = pathlib.Path(temporary) / "across"
+    for split, name in (("train", "unet3d.npz"), ("valid", "unet_3d.4x4.bf16.npz")):
+      (across / "layout/xla/default" / split).mkdir(parents=True)
+      (across / "layout/xla/default" / split / name).symlink_to(sample / split / name)
+    print(_train_and_validate(across, "xla", "default", pathlib.Path(temporary) / "run_across", args)
+          .replace("tau layout", "tau unet3d -> unet_3d.4x4.bf16 layout"), flush=True)
+    graph = npz.read_graph(sample / "valid/unet_3d.4x4.bf16.npz")
+    arrays = graphs.graph_arrays(graph)
+    order = np.random.default_rng(0).permutation(graph.num_configs)
+    halves = {"train": np.sort(order[:order.size // 2]), "valid": np.sort(order[order.size // 2:])}
+    split_root = pathlib.Path(temporary) / "config_split"
+    for split, rows in halves.items():
+      npz.write_npz(split_root / "layout/xla/default" / split / f"unet_3d_{split}_half.npz",
+                    {**arrays, "node_config_feat": arrays["node_config_feat"][rows],
+                     "config_runtime": arrays["config_runtime"][rows]})
+    print(_train_and_validate(split_root, "xla", "default", pathlib.Path(temporary) / "run_split", args)
+          .replace("tau layout", f"tau unet_3d.4x4.bf16 config split ({halves['train'].size} train / "
+                   f"{halves['valid'].size} valid configs) layout"), flush=True)
+
+
 def run_all(args) -> None:
   """Every figure, each in its own process."""
   sample = locations.SAMPLE_NPZ / "layout"
   command = [sys.executable, __file__]
-  runs = [["score", "--npz", str(sample / "xla/default/valid/unet_3d.4x4.bf16.npz")],
-          ["score", "--npz", str(sample / "nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")]]
-  techniques = [["--prune_hops", "-1"], ["--prune_hops", "1"], ["--prune_hops", "1", "--dedup"],
-                ["--prune_hops", "1", "--dedup", "--normalize"],
-                ["--prune_hops", "1", "--dedup", "--normalize", "--segment_size", "200"]]
+  runs = [["score", "--npz", str(sample / "xla/default/valid/unet_3d.4x4.bf16.npz"), "--prune_hops", str(hops)]
+          for hops in (0, 1)]
+  runs += [["score", "--npz", str(sample / "nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"), "--prune_hops", str(hops)]
+           for hops in (0, 1)]
+  techniques = [["--prune_hops", "-1"], ["--prune_hops", "0"], ["--prune_hops", "1"], ["--prune_hops", "0", "--dedup"],
+                ["--prune_hops", "0", "--dedup", "--normalize"],
+                ["--prune_hops", "0", "--dedup", "--normalize", "--segment_size", "200"]]
   for collection in ("xla/default", "nlp/default"):
     runs += [["train", "--npz_dir", str(GENERATED / collection / "train")] + flags for flags in techniques]
   if args.stress_dir:
     runs += [["train", "--npz_dir", args.stress_dir, "--batch_size", "2", "--steps", "10"] + flags
-             for flags in techniques[1:]]
+             for flags in techniques[1:2] + techniques[3:]]
   for run in runs:
     result = subprocess.run(command + run, capture_output=True, text=True, check=False)
     lines = [line for line in result.stdout.splitlines() if line.startswith(("score", "train", "dedup"))]
@@ -119,11 +174,11 @@ def run_all(args) -> None:
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("mode", choices=["score", "train", "all"])
+  parser.add_argument("mode", choices=["score", "train", "generated_tau", "real_tau", "all"])
   parser.add_argument("--npz", help="score: the layout npz file")
   parser.add_argument("--npz_dir", help="train: a layout .../<split> directory of npz files")
   parser.add_argument("--stress_dir", help="all: also train on this directory (e.g. generate_stress.py output)")
-  parser.add_argument("--prune_hops", type=int, default=1, help="-1 = no pruning")
+  parser.add_argument("--prune_hops", type=int, default=0, help="-1 = no pruning")
   parser.add_argument("--dedup", action="store_true")
   parser.add_argument("--normalize", action="store_true")
   parser.add_argument("--segment_size", type=int, default=0)
@@ -134,8 +189,9 @@ def main():
   parser.add_argument("--units", type=int, default=64)
   parser.add_argument("--layers", type=int, default=3)
   parser.add_argument("--loss", default="pairwise_hinge:1")
+  parser.add_argument("--epochs", type=int, default=3, help="generated_tau, real_tau: training epochs")
   args = parser.parse_args()
-  {"score": score, "train": train, "all": run_all}[args.mode](args)
+  {"score": score, "train": train, "generated_tau": generated_tau, "real_tau": real_tau, "all": run_all}[args.mode](args)
 
 
 if __name__ == "__main__":

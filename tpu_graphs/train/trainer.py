@@ -248,7 +248,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
   out_dir = pathlib.Path(config.out_dir)
   out_dir.mkdir(parents=True, exist_ok=True)
-  _write_json(out_dir / "config.json", {**dataclasses.asdict(config), "task": type(task).__name__,
+  _write_json(out_dir / "config.json", {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
                                         "strategy": type(strategy).__name__,
                                         "replicas": strategy.num_replicas_in_sync})
   replicas = strategy.num_replicas_in_sync
@@ -293,7 +293,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   if (out_dir / "best" / "weights.index").exists():
     scorer.load_weights(str(out_dir / "best" / "weights"))
-  result = {"task": type(task).__name__, "primary_metric": task.primary_metric,
+  result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
             "valid": evaluate(task, score_records(task, scorer, config.valid_dir, config.eval_batch_size))}
