@@ -1,13 +1,18 @@
-"""What every program in baselines/ shares: start in the caller's directory, parse absl flags.
+"""What every program in baselines/ shares: start in the caller's directory, quiet logs, absl flags.
 
 `bazel run` starts a program inside its runfiles tree; relative paths on the command line are
 meant relative to where the user typed the command, which Bazel passes as
-BUILD_WORKING_DIRECTORY.
+BUILD_WORKING_DIRECTORY. TensorFlow's INFO chatter (SavedModel assets, retracing notes) would
+bury the programs' own progress lines, so it is limited to warnings unless asked for.
 """
 
 import os
 
-from absl import app
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # before TensorFlow loads its C++ runtime
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags  # pylint: disable=g-import-not-at-top
+from absl import logging  # pylint: disable=g-import-not-at-top
 
 
 def run(main) -> None:
@@ -15,4 +20,10 @@ def run(main) -> None:
   user_directory = os.environ.get("BUILD_WORKING_DIRECTORY")
   if user_directory:
     os.chdir(user_directory)
-  app.run(main)
+
+  def quiet_main(argv):
+    if not flags.FLAGS["verbosity"].present:
+      logging.set_verbosity(logging.WARNING)
+    return main(argv)
+
+  app.run(quiet_main)

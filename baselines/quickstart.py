@@ -1,0 +1,127 @@
+"""The main job: from an npz tree to a validated Kaggle submission, SavedModels and a report.
+
+  python baselines/quickstart.py                                 # embedded generated data, ~10 min on 2 cores
+  python baselines/quickstart.py --mode smallest --out_dir /tmp/q  # the smallest run, for tests
+  python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real
+  bazel run //baselines:quickstart
+
+For each of the five collections: convert the npz files to GraphTensor records, train a short
+run (tile and layout tasks on the shared trainer), score every validation config through the
+exported SavedModel, and write test predictions. Then merge the five prediction files into one
+submission validated against the test files, rank one test graph through a SavedModel, and write
+report.md with plots. Rerunning resumes finished work (converted shards, trained epochs).
+"""
+
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import graphs, locations, npz
+from tpu_graphs.export import ranker, report, saved_model, submission
+from tpu_graphs.train import experiments, strategies, tasks
+
+_DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
+_OUT_DIR = flags.DEFINE_string("out_dir", "out/quickstart", "Where runs, submission.csv and the report go.")
+_MODE = flags.DEFINE_enum("mode", "default", ["default", "smallest"], "smallest: one short epoch, small models.")
+
+# Per mode and collection kind: trainer settings and model settings.
+MODES = {
+    "default": {"tile": ({"epochs": 20, "batch_size": 8, "configs_per_graph": 16, "patience": 8},
+                         experiments.ModelSettings(units=64, layers=3)),
+                "layout": ({"epochs": 8, "batch_size": 8, "configs_per_graph": 16, "patience": 4},
+                           experiments.ModelSettings(units=32, layers=2, prune_hops=1, normalize=True,
+                                                     configs_per_chunk=100))},
+    "smallest": {"tile": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
+                          experiments.ModelSettings(units=16, layers=1)),
+                 "layout": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
+                            experiments.ModelSettings(units=16, layers=1, prune_hops=0, configs_per_chunk=250))},
+}
+LAYOUT_EVAL_BATCH = 1  # a layout chunk already holds every op of the graph
+
+
+def _say(step: int, message: str) -> None:
+  print(f"[quickstart {step}/6] {message}", flush=True)
+
+
+def test_labels(data_root: pathlib.Path, graph_path: pathlib.Path):
+  """True runtimes of a generated test file ((c,) normalized for tile), or None for real data."""
+  label_path = data_root.parent / "test_labels" / graph_path.relative_to(data_root).with_suffix(".npy")
+  if not label_path.exists():
+    return None
+  labels = np.load(label_path)
+  return labels[:, 0] / labels[:, 1] if labels.ndim == 2 else labels.astype(np.float64)
+
+
+def score_split(serving: ranker.Ranker, data_root: pathlib.Path, collection: str, split: str,
+                with_test_labels: bool = False) -> dict:
+  """{row id: (runtimes, scores)} of every graph of a split, scored through the SavedModel."""
+  scored = {}
+  for path in sorted((experiments.collection_directory(data_root, collection) / split).glob("*.npz")):
+    graph = npz.read_graph(path)
+    runtimes = test_labels(data_root, path) if with_test_labels else graph.runtimes()
+    if runtimes is not None:
+      scored[f"{collection}:{graph.graph_id}"] = (runtimes, serving.score(graph))
+  return scored
+
+
+def summary_metrics(collection: str, scored: dict) -> dict:
+  task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask()
+  per_graph = [task.graph_metrics(runtimes, scores) for runtimes, scores in scored.values()]
+  return {name: float(np.mean([m[name] for m in per_graph])) for name in per_graph[0]} if per_graph else {}
+
+
+def main(argv):
+  del argv
+  started = time.time()
+  strategy = strategies.choose_strategy(None)  # before any TensorFlow op, as multi-worker needs
+  data_root, out_dir = pathlib.Path(_DATA_ROOT.value).resolve(), pathlib.Path(_OUT_DIR.value)
+  missing = [c for c in submission.COLLECTIONS if not (experiments.collection_directory(data_root, c) / "train").is_dir()]
+  if missing:
+    sys.exit(f"quickstart: {data_root} lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
+  results, test_results, prediction_files = [], [], []
+  for step, collection in enumerate(submission.COLLECTIONS, start=1):
+    kind = graphs.collection_kind(collection)
+    training, model = MODES[_MODE.value][kind]
+    run_dir = out_dir / "runs" / collection.replace(":", "_")
+    _say(min(step, 5), f"{collection}: convert, train {training['epochs']} epoch(s), export -> {run_dir}")
+    settings = dict(training, eval_batch_size=LAYOUT_EVAL_BATCH if kind == "layout" else 8, verbose=2)
+    experiments.train_collection(collection, data_root, run_dir, settings, model,
+                                 records_dir=out_dir / "records", strategy=strategy,
+                                 exporters=[saved_model.export_to_run_directory])
+    serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=model.configs_per_chunk)
+    scored = score_split(serving, data_root, collection, "valid")
+    history = json.loads((run_dir / "history.json").read_text())
+    results.append(report.CollectionResult(collection, history, scored, summary_metrics(collection, scored)))
+    labelled_test = score_split(serving, data_root, collection, "test", with_test_labels=True)
+    if labelled_test:
+      test_results.append((collection, summary_metrics(collection, labelled_test)))
+    prediction_files.append(run_dir / "predictions.csv")
+    print(f"  valid: {json.dumps(results[-1].summary)}", flush=True)
+
+  _say(6, "submission, ranking through a SavedModel, report")
+  submission_path = out_dir / "submission.csv"
+  rows = submission.combine(prediction_files, data_root, submission_path)
+  example = sorted((experiments.collection_directory(data_root, "tile:xla") / "test").glob("*.npz"))[0]
+  best = ranker.Ranker(out_dir / "runs" / "tile_xla" / saved_model.EXPORT_DIR_NAME).rank_file(example)[0].best(5)
+  ranking_line = f"`{example.name}` through `runs/tile_xla/export`: best configs {[i for i, _ in best]}"
+  preamble = [f"Data: `{data_root}`" + (" (**generated** data, see its GENERATED.md)" if
+                                         (data_root.parent / "GENERATED.md").exists() else ""),
+              f"Mode: {_MODE.value}; wall time {time.time() - started:.0f} s.",
+              f"Submission: `submission.csv`, {rows} rows, validated against the test files.",
+              f"Ranking of one test kernel: {ranking_line}."]
+  if test_results:
+    preamble.append("\nTest split scored with the generator's hidden labels (never used for training):\n\n" +
+                    report.metric_table([report.CollectionResult(c, [], {}, m) for c, m in test_results]))
+  path = report.write_report(results, out_dir, preamble="\n".join(preamble))
+  print(report.metric_table(results))
+  print(f"\nsubmission: {submission_path} ({rows} rows)\nSavedModels: {out_dir / 'runs'}/*/export\n"
+        f"report: {path}\ntook {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+  programs.run(main)
