@@ -9,7 +9,8 @@
 The npz tree under --data_root is converted to records first (into --records_dir, default
 <out_dir>/records; finished shards are reused). Rerunning with the same --out_dir resumes a killed
 run from its last epoch. The run directory gets config.json, metrics.json (validation metrics,
-per kernel), predictions.csv (test split, `ID,TopConfigs`), model/ and TensorBoard logs/. With
+per kernel), predictions.csv (test split, `ID,TopConfigs`), model/, export/ (the serving SavedModel)
+and TensorBoard logs/. With
 TF_CONFIG naming several workers, every worker runs this same command (MultiWorkerMirroredStrategy)
 and non-chief workers write their copy under <out_dir>/workers/<index>/.
 """
@@ -21,9 +22,10 @@ import sys
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, graphs, locations
+from tpu_graphs.data import graphs, locations
+from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn, tile_model
-from tpu_graphs.train import strategies, tasks, trainer
+from tpu_graphs.train import experiments, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
@@ -45,25 +47,20 @@ _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU V
 
 def main(argv):
   del argv
-  data_root = pathlib.Path(_DATA_ROOT.value)
-  if not (data_root / "tile" / "xla").is_dir():
-    sys.exit(f"tiles_train: {data_root} holds no tile/xla directory; pass --data_root=<TpuGraphs npz tree>")
   # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
   strategy = strategies.choose_strategy(_TPU.value)
   out_dir = pathlib.Path(_OUT_DIR.value)
-  records_root = pathlib.Path(_RECORDS_DIR.value) if _RECORDS_DIR.value else out_dir / "records"
+  training = {"epochs": _EPOCHS.value, "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
+              "learning_rate": _LEARNING_RATE.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
+              "seed": _SEED.value}
+  model = experiments.ModelSettings(units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
+                                    join=_JOIN.value)
   try:
-    convert.convert_directory(data_root / "tile", records_root)
-  except graphs.GraphFileError as error:
-    sys.exit(f"tiles_train: invalid input file {error}")
-  records = records_root / "tile" / "xla"
-  config = trainer.TrainingConfig(
-      train_dir=str(records / "train"), valid_dir=str(records / "valid"), out_dir=str(out_dir),
-      test_dir=str(records / "test") if (records / "test").is_dir() else None, epochs=_EPOCHS.value,
-      batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
-      learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, seed=_SEED.value)
-  build = lambda spec: tile_model.build_tile_model(spec, _JOIN.value, _BACKBONE.value, _UNITS.value, _LAYERS.value)
-  result = trainer.run(tasks.TileTask(), build, config, strategy)
+    result = experiments.train_collection("tile:xla", _DATA_ROOT.value, out_dir, training, model,
+                                          records_dir=_RECORDS_DIR.value, strategy=strategy,
+                                          exporters=[saved_model.export_to_run_directory])
+  except (graphs.GraphFileError, FileNotFoundError) as error:
+    sys.exit(f"tiles_train: {error}")
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

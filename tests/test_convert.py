@@ -60,6 +60,13 @@ def test_rerun_skips_finished_shards(tmp_path):
   assert tree_bytes(tmp_path / "out") == before
 
 
+def test_rerun_from_a_narrower_root_reuses_the_shards(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  convert.convert_directory(source, tmp_path / "out", progress=False)
+  again = convert.convert_directory(source / "layout/xla/default/valid", tmp_path / "out", progress=False)
+  assert again.graphs_written == 0 and again.graphs_skipped == 1
+
+
 def _convert_forever(source, output):
   convert.convert_directory(source, output, configs_per_chunk=50, shard_bytes=1, progress=False)
 

@@ -92,10 +92,10 @@ def plan_conversion(npz_dir: pathlib.Path, output_dir: pathlib.Path, shard_bytes
   return planned
 
 
-def _convert_planned_shard(shard: PlannedShard, npz_dir: pathlib.Path, output_dir: pathlib.Path, settings: dict):
+def _convert_planned_shard(shard: PlannedShard, output_dir: pathlib.Path, settings: dict):
   """((collection, split, relative dir), (index, shard json)) after writing or reusing the shard."""
   content, written = convert.convert_shard(shard.collection, shard.split, shard.files, shard.index, shard.count,
-                                           npz_dir, output_dir / shard.relative_dir, settings,
+                                           output_dir / shard.relative_dir, settings,
                                            on_graph=_GRAPHS_WRITTEN.inc)
   if not written:
     _GRAPHS_SKIPPED.inc(len(shard.files))
@@ -140,7 +140,7 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
   _ = (start
        | "PlanShards" >> beam.FlatMap(lambda _: plan_conversion(npz_dir, output_dir, shard_bytes))
        | "SpreadShards" >> beam.Reshuffle()
-       | "ConvertShard" >> beam.Map(_convert_planned_shard, npz_dir, output_dir, settings)
+       | "ConvertShard" >> beam.Map(_convert_planned_shard, output_dir, settings)
        | "ShardsByGroup" >> beam.GroupByKey()
        | "WriteManifest" >> beam.Map(_write_group_manifest, output_dir, settings))
 

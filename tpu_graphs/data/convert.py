@@ -101,15 +101,16 @@ def prepare_shard_dir(shard_dir: pathlib.Path) -> None:
     stale.unlink()
 
 
-def convert_shard(collection: str, split: str, files, index: int, count: int, input_dir: pathlib.Path,
-                  shard_dir: pathlib.Path, settings: dict,
+def convert_shard(collection: str, split: str, files, index: int, count: int, shard_dir: pathlib.Path,
+                  settings: dict,
                   on_graph: Callable[[], None] = lambda: None) -> tuple[dict, bool]:
   """Writes shard `index` of `count` from `files` unless it is finished; returns (its json, written).
 
-  A shard is finished when its json names the same sources (relative to input_dir, with their
-  sha256) and settings and its record files exist. on_graph is called after each graph written.
+  A shard is finished when its json names the same sources (file names, unique within a collection
+  and split, with their sha256) and settings and its record files exist, wherever the input tree
+  was rooted. on_graph is called after each graph written.
   """
-  sources = [{"name": str(p.relative_to(input_dir)), "sha256": file_sha256(p)} for p in files]
+  sources = [{"name": p.name, "sha256": file_sha256(p)} for p in files]
   json_path = shard_dir / _shard_name("shard", index, count, ".json")
   shard = _finished_shard(json_path, settings, sources)
   if shard is not None:
@@ -229,7 +230,7 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
     planned = plan_shards(group.files, shard_bytes)
     shards = []
     for index, files in enumerate(planned):
-      shard, was_written = convert_shard(group.collection, group.split, files, index, len(planned), input_dir,
+      shard, was_written = convert_shard(group.collection, group.split, files, index, len(planned),
                                          shard_dir, settings, advance)
       if was_written:
         written += len(files)

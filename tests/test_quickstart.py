@@ -1,0 +1,58 @@
+"""End to end: the main job's smallest mode leaves every artifact, and each one is usable."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tpu_graphs.data import locations, npz
+from tpu_graphs.export import ranker, saved_model, submission
+
+QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
+RUNS = {"tile:xla": "tile_xla", "layout:xla:default": "layout_xla_default", "layout:xla:random": "layout_xla_random",
+        "layout:nlp:default": "layout_nlp_default", "layout:nlp:random": "layout_nlp_random"}
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+  out = tmp_path_factory.mktemp("quickstart")
+  environment = dict(os.environ, PYTHONPATH=str(QUICKSTART.parents[1]))
+  completed = subprocess.run([sys.executable, str(QUICKSTART), "--mode", "smallest", "--out_dir", str(out)],
+                             capture_output=True, text=True, timeout=1200, env=environment)
+  assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+  assert f"report: {out / 'report.md'}" in completed.stdout
+  return out
+
+
+def test_submission_covers_every_test_graph_and_validates(out_dir):
+  predictions = submission.read_predictions(out_dir / "submission.csv")
+  counts = submission.test_config_counts(locations.EMBEDDED_NPZ)
+  submission.validate(predictions, counts, source="quickstart submission")
+  assert {p.collection for p in predictions} == set(submission.COLLECTIONS)
+  assert len(predictions) == len(counts)
+
+
+@pytest.mark.parametrize("collection", sorted(RUNS))
+def test_saved_model_loads_and_scores_a_valid_graph(out_dir, collection):
+  serving = ranker.Ranker(out_dir / "runs" / RUNS[collection] / saved_model.EXPORT_DIR_NAME)
+  path = sorted((locations.EMBEDDED_NPZ / pathlib.Path(*collection.split(":")) / "valid").glob("*.npz"))[0]
+  graph = npz.read_graph(path)
+  ranking = serving.rank(graph)
+  assert ranking.scores.shape == (graph.num_configs,) and np.all(np.isfinite(ranking.scores))
+  assert sorted(ranking.order.tolist()) == list(range(graph.num_configs))
+
+
+def test_report_holds_all_five_collections_and_its_plots(out_dir):
+  text = (out_dir / "report.md").read_text()
+  for collection in RUNS:
+    assert f"| {collection} |" in text
+  assert "**generated** data" in text
+  for image in ("training_curves.png", "rank_scatter.png", "tile_top_k_error.png", "kendall_per_graph.png"):
+    assert f"]({image})" in text and (out_dir / image).read_bytes()[:4] == b"\x89PNG"
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
