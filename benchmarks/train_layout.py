@@ -93,7 +93,7 @@ def train(args) -> None:
     start = time.perf_counter()
     model.fit(inputs.take(steps), verbose=0)
     seconds = time.perf_counter() - start
-  epoch_steps = trainer.steps_per_epoch(records_dir, args.batch_size)
+    epoch_steps = trainer.steps_per_epoch(records_dir, args.batch_size)
   configs = steps * args.batch_size * args.configs_per_graph
   print(f"train {pathlib.Path(args.npz_dir)}: prune_hops {args.prune_hops} dedup {args.dedup} normalize "
         f"{args.normalize} segment_size {args.segment_size}: {configs / seconds:.0f} configs/s, "
