@@ -12,7 +12,7 @@ model scores every config of the validation and test graphs, chunk by chunk.
 
 Run directory as tiles_train.py: config.json, metrics.json (Kendall's tau, OPA, top-K slowdown per
 graph; the mean tau is the Kaggle layout score), predictions.csv (every config index, best
-first), model/, logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
+first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
 """
 
 import json
@@ -22,15 +22,14 @@ import sys
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import config_dedup, convert, graphs, npz
-from tpu_graphs.models import gnn, layout_model, layout_preprocessing
-from tpu_graphs.train import strategies, tasks, trainer
-
-EMBEDDED_NPZ = pathlib.Path(__file__).resolve().parents[1] / "data" / "generated" / "npz"
+from tpu_graphs.data import graphs, locations
+from tpu_graphs.export import saved_model
+from tpu_graphs.models import gnn
+from tpu_graphs.train import experiments, strategies
 
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
 _SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
-_DATA_ROOT = flags.DEFINE_string("data_root", str(EMBEDDED_NPZ),
+_DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree holding layout/<source>/<search>/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "The run directory; default out/layout_<source>_<search>.")
@@ -59,40 +58,21 @@ def main(argv):
   del argv
   # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
   strategy = strategies.choose_strategy(_TPU.value)
-  collection_dir = pathlib.Path(_DATA_ROOT.value) / "layout" / _SOURCE.value / _SEARCH.value
-  if not (collection_dir / "train").is_dir() or not (collection_dir / "valid").is_dir():
-    sys.exit(f"layout_train: {collection_dir} holds no train/ and valid/; pass --data_root=<TpuGraphs npz tree>")
+  collection = f"layout:{_SOURCE.value}:{_SEARCH.value}"
   out_dir = pathlib.Path(_OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}")
-  records_root = pathlib.Path(_RECORDS_DIR.value) if _RECORDS_DIR.value else out_dir / "records"
-  relative = pathlib.Path("layout", _SOURCE.value, _SEARCH.value)
-  train_source = collection_dir / "train"
+  training = {"epochs": _EPOCHS.value, "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
+              "learning_rate": _LEARNING_RATE.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
+              "eval_batch_size": 1, "seed": _SEED.value}
+  model = experiments.ModelSettings(
+      units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
+      prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None, dedup=_DEDUP.value,
+      normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value)
   try:
-    if _DEDUP.value:
-      train_source = out_dir / "dedup" / relative / "train"
-      for name, (before, after) in config_dedup.deduplicate_directory(collection_dir / "train", train_source).items():
-        print(f"dedup {name}: {before} -> {after} configs")
-    splits = [train_source, collection_dir / "valid"] + ([collection_dir / "test"] if (collection_dir / "test").is_dir() else [])
-    for split_dir in splits:
-      convert.convert_directory(split_dir, records_root, configs_per_chunk=_CONFIGS_PER_CHUNK.value)
-    statistics = None
-    if _NORMALIZE.value:
-      statistics = layout_preprocessing.op_feature_statistics(
-          npz.read_graph(path, stream_configs=True).node_feat for path in sorted(train_source.glob("*.npz")))
-  except graphs.GraphFileError as error:
-    sys.exit(f"layout_train: invalid input file {error}")
-  records = records_root / relative
-  config = trainer.TrainingConfig(
-      train_dir=str(records / "train"), valid_dir=str(records / "valid"), out_dir=str(out_dir),
-      test_dir=str(records / "test") if (records / "test").is_dir() else None, epochs=_EPOCHS.value,
-      batch_size=_BATCH_SIZE.value, configs_per_graph=_CONFIGS_PER_GRAPH.value,
-      learning_rate=_LEARNING_RATE.value, loss=_LOSS.value, patience=_PATIENCE.value, eval_batch_size=1,
-      seed=_SEED.value)
-  # The task prunes each graph once as its records are read; the model sees pruned graphs.
-  task = tasks.LayoutTask(prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None)
-  build = lambda spec: layout_model.build_layout_model(
-      spec, _BACKBONE.value, _UNITS.value, _LAYERS.value, feature_statistics=statistics,
-      segment_size=_SEGMENT_SIZE.value or None)
-  result = trainer.run(task, build, config, strategy)
+    result = experiments.train_collection(collection, _DATA_ROOT.value, out_dir, training, model,
+                                          records_dir=_RECORDS_DIR.value, strategy=strategy,
+                                          exporters=[saved_model.export_to_run_directory])
+  except (graphs.GraphFileError, FileNotFoundError) as error:
+    sys.exit(f"layout_train: {error}")
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

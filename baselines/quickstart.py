@@ -33,9 +33,10 @@ _MODE = flags.DEFINE_enum("mode", "default", ["default", "smallest"], "smallest:
 MODES = {
     "default": {"tile": ({"epochs": 20, "batch_size": 8, "configs_per_graph": 16, "patience": 8},
                          experiments.ModelSettings(units=64, layers=3)),
-                "layout": ({"epochs": 8, "batch_size": 8, "configs_per_graph": 16, "patience": 4},
-                           experiments.ModelSettings(units=32, layers=2, prune_hops=1, normalize=True,
-                                                     configs_per_chunk=100))},
+                "layout": ({"epochs": 5, "batch_size": 4, "configs_per_graph": 16, "patience": 3,
+                            "loss": "pairwise_hinge:1"},
+                           experiments.ModelSettings(units=64, layers=3, backbone="residual_gcn", prune_hops=0,
+                                                     dedup=True, normalize=True, configs_per_chunk=64))},
     "smallest": {"tile": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
                           experiments.ModelSettings(units=16, layers=1)),
                  "layout": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},

@@ -34,7 +34,7 @@ _LAYOUT_MODEL = flags.DEFINE_string("layout_model", None, "A layout serving Save
 _TILE_MODEL = flags.DEFINE_string("tile_model", None, "A tile serving SavedModel; default: export an untrained one.")
 _CONFIGS = flags.DEFINE_integer("configs", 1000, "Layout configs to score.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", None, "Configs per model call; default the Ranker's.")
-_PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 2, "For the untrained layout model: neighbourhood kept around configurable ops.")
+_PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 0, "For the untrained layout model: neighbourhood kept around configurable ops.")
 _MEASURE = flags.DEFINE_enum("measure", None, ["layout", "tile"], "Internal: run one measurement in this process.")
 _MODEL = flags.DEFINE_string("model", None, "Internal: the model of --measure.")
 
@@ -86,6 +86,7 @@ def export_untrained(kind: str, directory: pathlib.Path, prune_hops: int) -> pat
   import tensorflow as tf
   from tpu_graphs.data import npz, records
   from tpu_graphs.export import saved_model
+  from tpu_graphs.train import tasks
   if kind == "tile":
     from tpu_graphs.models import tile_model
     graph = npz.read_graph(locations.SAMPLE_NPZ / "tile/xla/test/0a3585c3e686065389227fa374175e48.npz")
@@ -98,9 +99,10 @@ def export_untrained(kind: str, directory: pathlib.Path, prune_hops: int) -> pat
     example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                                node_config_ids=graph.node_config_ids,
                                                node_config_feat=graph.node_config_feat[:4])
-    build = lambda spec: layout_model.build_layout_model(spec, prune_hops=prune_hops)
+    build = lambda spec: layout_model.build_layout_model(spec)
   spec = example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True)
-  saved_model.export(build(spec), kind, directory / kind)
+  task = tasks.TileTask() if kind == "tile" else tasks.LayoutTask(prune_hops)
+  saved_model.export(build(spec), kind, directory / kind, task.structure_transform)
   return directory / kind
 
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_graphs.data import convert, npz, records
-from tpu_graphs.models import layout_model
+from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import tasks, trainer
 
 GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
@@ -27,7 +27,7 @@ def test_scores_one_value_per_config_that_depends_on_its_features():
   node_feat, edges, configurable, node_config_feat = _chain_program()
   graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(40, np.uint8), edges,
                                            node_config_ids=configurable, node_config_feat=node_config_feat)
-  model = layout_model.build_layout_model(graph.spec, units=16, num_layers=2, prune_hops=1)
+  model = layout_model.build_layout_model(graph.spec, units=16, num_layers=2)
   scores = model(graph).numpy()
   assert scores.shape == (5,)
   assert np.unique(scores).size == 5
@@ -72,15 +72,13 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
                                                node_config_feat=graph.node_config_feat)
   spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
   model = layout_model.build_layout_model(spec, units=16, num_layers=2)
-  pruning_model = layout_model.build_layout_model(spec, units=16, num_layers=2, prune_hops=1)
-  pruning_model.set_weights(model.get_weights())
-  # The task prunes each graph once as the records are read; pruning_model prunes its input itself.
+  # The task prunes each graph once as the records are read; here the whole graph is pruned at once.
   scored = trainer.score_records(tasks.LayoutTask(prune_hops=1), model,
                                  tmp_path / "chunked/layout/xla/default/valid", batch_size=2)
   runtimes, scores = scored["layout:xla:default:small"]
   assert scores.shape == (graph.num_configs,)
-  np.testing.assert_allclose(scores, pruning_model(unchunked.with_indices_dtype(tf.int32)).numpy(),
-                             rtol=1e-4, atol=1e-5)
+  pruned = layout_preprocessing.prune_to_configurable(unchunked, 1).with_indices_dtype(tf.int32)
+  np.testing.assert_allclose(scores, model(pruned).numpy(), rtol=1e-4, atol=1e-5)
   assert not np.allclose(scores, model(unchunked.with_indices_dtype(tf.int32)).numpy(), rtol=1e-3)
   np.testing.assert_array_equal(runtimes, graph.config_runtime.astype(np.float32))
 

@@ -147,10 +147,11 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp
                                              node_config_feat=graph.node_config_feat[:2])
   scorer = layout_model.build_layout_model(
       example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
-      units=16, num_layers=2, prune_hops=1)
+      units=16, num_layers=2)
+  task = tasks.LayoutTask(prune_hops=1)
   joined = _joined_graphs("layout", graph)
-  expected = np.concatenate([scorer(g.with_indices_dtype(tf.int32)).numpy() for g in joined])
-  saved_model.export(scorer, "layout", tmp_path / "export")
+  expected = np.concatenate([scorer(task.structure_transform(g).with_indices_dtype(tf.int32)).numpy() for g in joined])
+  saved_model.export_to_run_directory(scorer, task, tmp_path)
   loaded = tf.saved_model.load(str(tmp_path / "export"))
   plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
       node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),

@@ -1,8 +1,8 @@
 """A trained scorer as a SavedModel a compiler can call: raw TpuGraphs arrays in, scores out.
 
 The exported module needs nothing but TensorFlow to load and run: its signatures take and return
-plain tensors, and the GraphTensor (`records.graph_tensor_from_arrays`), the features' log
-scaling and whatever the model prunes all happen inside the saved graph. Two signatures:
+plain tensors, and the GraphTensor (`records.graph_tensor_from_arrays`), the task's per-graph
+preprocessing (layout pruning) and the model's feature scaling all happen inside the saved graph. Two signatures:
 
 * `serving_default` (PLAIN_SIGNATURE): the arrays of a TpuGraphs file, in the dtypes the files
   hold, for one graph:
@@ -27,16 +27,18 @@ InvalidArgumentError naming the input.
 from __future__ import annotations
 
 import pathlib
+from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records
-from tpu_graphs.train import trainer
+from tpu_graphs.train import tasks, trainer
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
 EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
+Preprocess = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
 
 _GRAPH_INPUTS = (
     tf.TensorSpec([None, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
@@ -68,13 +70,15 @@ class ServingModule(tf.Module):
   """The scorer behind both signatures. Tracks only the scorer's variables, not the Keras model,
   so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
 
-  def __init__(self, scorer: tf.keras.Model, kind: str):
+  def __init__(self, scorer: tf.keras.Model, kind: str, preprocess: Optional[Preprocess] = None):
     super().__init__(name=f"{kind}_scorer")
     if kind not in _CONFIG_INPUTS:
       raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
     self.scorer_variables = list(scorer.variables)
 
     def scores(graph) -> dict:
+      if preprocess is not None:
+        graph = preprocess(graph)
       return {"scores": scorer(graph.with_indices_dtype(trainer.INDICES_DTYPE))}
 
     def score_arrays(node_feat, node_opcode, edge_index, *config_arrays):
@@ -100,16 +104,20 @@ class ServingModule(tf.Module):
     return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples}
 
 
-def export(scorer: tf.keras.Model, kind: str, export_dir) -> None:
+def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None) -> None:
   """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
+
+  `preprocess` (GraphTensor -> GraphTensor, e.g. a task's pruning) runs inside the exported graph
+  before the scorer, so callers pass raw arrays and get what training saw.
 
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
-  module = ServingModule(scorer, kind)
+  module = ServingModule(scorer, kind, preprocess)
   trainer.save_directory(pathlib.Path(export_dir),
                          lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
 
 
-def export_to_run_directory(scorer: tf.keras.Model, kind: str, run_dir: pathlib.Path) -> None:
-  """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export."""
-  export(scorer, kind, pathlib.Path(run_dir) / EXPORT_DIR_NAME)
+def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir: pathlib.Path) -> None:
+  """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
+  per-graph preprocessing (layout pruning) inside."""
+  export(scorer, task.kind, pathlib.Path(run_dir) / EXPORT_DIR_NAME, task.structure_transform)

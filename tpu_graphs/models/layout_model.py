@@ -11,9 +11,10 @@ message passing; other ops start equal across configs and differ only through th
 A residual GraphSAGE-style GNN (gnn.message_passing_update, messages along `feeds` and its
 reverse) runs on that; ops are mean-pooled per graph and config and an MLP scores each config.
 
-Optional preprocessing, all inside the model (so an exported model takes raw arrays):
-pruning to configurable ops and their neighbourhood, op feature normalization with training
-statistics, and Graph Segment Training (gradients through one sampled segment per graph and step).
+Optional, inside the model: op feature normalization with training statistics, and Graph Segment
+Training (gradients through one sampled segment per graph and step). Pruning to configurable ops
+is per graph, not per chunk of configs, so the task does it as records are read
+(tasks.LayoutTask(prune_hops)) and the export runs it before the model.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class LayoutReadout(tf.keras.layers.Layer):
 
 
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
-                       num_layers: int = 3, prune_hops: Optional[int] = None,
+                       num_layers: int = 3,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
                        segment_size: Optional[int] = None) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
@@ -138,16 +139,12 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     backbone: "residual_gcn" (residual GraphSAGE-style) or "sage" (gnn.message_passing_update).
     units: width d of every hidden state.
     num_layers: rounds of message passing.
-    prune_hops: if set, keep only configurable ops and their prune_hops-hop neighbourhood.
     feature_statistics: (mean, deviation) of log-scaled op features (140,) from
       `layout_preprocessing.op_feature_statistics` on the training graphs; None = log scale only.
     segment_size: if set, Graph Segment Training with segments of this many ops.
   """
   inputs = tf.keras.layers.Input(type_spec=graph_spec)
-  graph = inputs
-  if prune_hops is not None:
-    graph = layout_preprocessing.PruneToConfigurable(prune_hops)(graph)
-  graph = gnn.AddReversedEdges()(graph)
+  graph = gnn.AddReversedEdges()(inputs)
   mean, deviation = feature_statistics if feature_statistics is not None else (None, None)
   graph = LayoutEncoder(units, mean, deviation)(graph)
   if segment_size is not None:

@@ -139,20 +139,6 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
       edge_sets={**graph.edge_sets, "feeds": pruned_feeds, "configures": pruned_configures})
 
 
-class PruneToConfigurable(tf.keras.layers.Layer):
-  """Keras layer around `prune_to_configurable`, so an exported model prunes raw inputs itself."""
-
-  def __init__(self, hops: int, **kwargs):
-    super().__init__(**kwargs)
-    self.hops = hops
-
-  def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
-    return prune_to_configurable(graph, self.hops)
-
-  def get_config(self):
-    return {**super().get_config(), "hops": self.hops}
-
-
 def op_feature_statistics(node_features: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
   """Mean and standard deviation (140,) of log-scaled op features over the given (n, 140) arrays.
 

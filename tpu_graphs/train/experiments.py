@@ -67,8 +67,8 @@ def model_builder(collection: str, model: ModelSettings, train_npz_dir) -> Calla
     statistics = layout_preprocessing.op_feature_statistics(
         npz.read_graph(path, stream_configs=True).node_feat for path in sorted(pathlib.Path(train_npz_dir).glob("*.npz")))
   return lambda spec: layout_model.build_layout_model(
-      spec, model.backbone, model.units, model.layers, prune_hops=model.prune_hops,
-      feature_statistics=statistics, segment_size=model.segment_size)
+      spec, model.backbone, model.units, model.layers, feature_statistics=statistics,
+      segment_size=model.segment_size)
 
 
 def train_collection(collection: str, data_root, out_dir, training: dict, model: ModelSettings = ModelSettings(),
@@ -88,7 +88,7 @@ def train_collection(collection: str, data_root, out_dir, training: dict, model:
   out_dir = pathlib.Path(out_dir)
   records_root = pathlib.Path(records_dir) if records_dir else out_dir / "records"
   collection_records = prepare_records(data_root, collection, records_root, out_dir, model)
-  task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask()
+  task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask(model.prune_hops)
   test_dir = collection_records / "test"
   config = trainer.TrainingConfig(
       train_dir=str(collection_records / "train"), valid_dir=str(collection_records / "valid"),

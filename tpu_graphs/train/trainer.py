@@ -57,7 +57,7 @@ class TrainingConfig:
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
 # (final scorer, task kind "tile"/"layout", run directory) -> None: writes one more exported form
 # of the model into the run directory, e.g. tpu_graphs.export.saved_model.export_to_run_directory.
-ModelExporter = Callable[[tf.keras.Model, str, pathlib.Path], None]
+ModelExporter = Callable[[tf.keras.Model, tasks.Task, pathlib.Path], None]
 
 
 class RankingModel(tf.keras.Model):
@@ -302,6 +302,6 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
                       out_dir / "predictions.csv")
   save_directory(out_dir / "model", scorer.save)
   for exporter in exporters:
-    exporter(scorer, task.kind, out_dir)
+    exporter(scorer, task, out_dir)
   _write_json(out_dir / "metrics.json", result)
   return result
