@@ -85,6 +85,7 @@ def plot_rank_scatter(results: Sequence[CollectionResult], path: pathlib.Path) -
     axis.set_xlabel("true runtime rank")
     axis.set_ylabel("predicted rank")
   figure.suptitle("Predicted against true runtime rank, validation configs (one colour per graph)")
+  figure.tight_layout()
   return _save(figure, path)
 
 
