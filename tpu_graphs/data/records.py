@@ -180,39 +180,49 @@ def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> t
   return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
 
 
-def graph_tensor_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tensor, edge_index: tf.Tensor,
-                             config_feat: Optional[tf.Tensor] = None, node_config_ids: Optional[tf.Tensor] = None,
-                             node_config_feat: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
-  """The GraphTensor `join` would give for raw TpuGraphs arrays, built with TF ops only.
+def structure_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tensor, edge_index: tf.Tensor,
+                          node_config_ids: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
+  """A structure GraphTensor (ops and data flow, empty config sets) from raw arrays, in TF ops only.
 
-  This is what a served model receives: callers pass the npz arrays (tile: config_feat (c, 24);
-  layout: node_config_ids (nc,) and node_config_feat (c, nc, 18)); runtimes are unknown (zero),
-  the context names no graph, and config_index counts from 0. Traceable into a SavedModel.
+  Shapes: node_feat (n, 140); node_opcode (n,); edge_index (m, 2) rows [consumer, producer];
+  layout: node_config_ids (nc,). The context names no graph. Traceable into a SavedModel.
   """
   node_feat = tf.convert_to_tensor(node_feat, tf.float32)
   edge_index = tf.cast(edge_index, tf.int64)
   num_nodes = tf.shape(node_feat, tf.int64)[:1]
   op_features = {"feat": node_feat, "opcode": tf.cast(node_opcode, tf.int64)}
+  node_sets, edge_sets = _empty_pieces(kind, CONFIG_NODE_SETS[kind], CONFIG_EDGE_SETS[kind])
+  if kind == "layout":
+    ids = tf.cast(node_config_ids, tf.int64)
+    op_features["config_slot"] = tf.tensor_scatter_nd_update(
+        -tf.ones(num_nodes, tf.int64), ids[:, None], tf.range(tf.shape(ids, tf.int64)[0]))
+    node_sets["node_split"] = tfgnn.NodeSet.from_fields(sizes=tf.zeros([1], tf.int64),
+                                                        features={"offset": tf.zeros([0], tf.int64)})
+  node_sets["op"] = tfgnn.NodeSet.from_fields(sizes=num_nodes, features=op_features)
+  edge_sets["feeds"] = tfgnn.EdgeSet.from_fields(
+      sizes=tf.shape(edge_index, tf.int64)[:1],
+      adjacency=tfgnn.Adjacency.from_indices(("op", edge_index[:, 1]), ("op", edge_index[:, 0])))
   context = tfgnn.Context.from_fields(features={
       "graph_id": tf.constant([""]), "collection": tf.constant([kind]),
       "num_configs": tf.zeros([1], tf.int64), "num_chunks": tf.ones([1], tf.int64)}, sizes=tf.constant([1]))
-  edge_sets = {"feeds": tfgnn.EdgeSet.from_fields(
-      sizes=tf.shape(edge_index, tf.int64)[:1],
-      adjacency=tfgnn.Adjacency.from_indices(("op", edge_index[:, 1]), ("op", edge_index[:, 0])))}
-  node_sets = {}
-  features = config_feat if kind == "tile" else node_config_feat
-  features = tf.convert_to_tensor(features, tf.float32)
+  return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
+
+
+def chunk_from_arrays(kind: str, config_features: tf.Tensor, first_index=0) -> tfgnn.GraphTensor:
+  """A chunk GraphTensor (configs only, as `join` takes them) from raw config features.
+
+  config_features: tile config_feat rows (k, 24) or layout node_config_feat rows (k, nc, 18);
+  first_index: the config index of the first row. Runtimes are unknown (zero).
+  """
+  features = tf.convert_to_tensor(config_features, tf.float32)
   num_configs = tf.shape(features, tf.int64)[:1]
-  config_features = {"config_index": tf.range(num_configs[0]), "runtime": tf.zeros(num_configs, tf.int64)}
+  config_features = {"config_index": tf.cast(first_index, tf.int64) + tf.range(num_configs[0]),
+                     "runtime": tf.zeros(num_configs, tf.int64)}
+  node_sets, edge_sets = {}, {}
   if kind == "tile":
     config_features.update(feat=features, normalizer=tf.ones(num_configs, tf.int64))
   else:
-    ids = tf.cast(node_config_ids, tf.int64)
-    num_slots = tf.shape(ids, tf.int64)[0]
-    op_features["config_slot"] = tf.tensor_scatter_nd_update(
-        -tf.ones(num_nodes, tf.int64), ids[:, None], tf.range(num_slots))
-    node_sets["node_split"] = tfgnn.NodeSet.from_fields(sizes=tf.zeros([1], tf.int64),
-                                                        features={"offset": tf.zeros([0], tf.int64)})
+    num_slots = tf.shape(features, tf.int64)[1]
     total = num_configs * num_slots
     node_sets["node_config"] = tfgnn.NodeSet.from_fields(
         sizes=total, features={"feat": tf.reshape(features, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])})
@@ -220,12 +230,20 @@ def graph_tensor_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Te
     edge_sets["belongs_to"] = tfgnn.EdgeSet.from_fields(
         sizes=total, adjacency=tfgnn.Adjacency.from_indices(
             ("node_config", sources), ("config", sources // tf.maximum(num_slots, 1))))
-    edge_sets["configures"] = tfgnn.EdgeSet.from_fields(
-        sizes=total, adjacency=tfgnn.Adjacency.from_indices(
-            ("node_config", sources), ("op", tf.tile(ids, tf.cast(num_configs, tf.int32)))))
-  node_sets["op"] = tfgnn.NodeSet.from_fields(sizes=num_nodes, features=op_features)
   node_sets["config"] = tfgnn.NodeSet.from_fields(sizes=num_configs, features=config_features)
-  return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
+  return tfgnn.GraphTensor.from_pieces(node_sets=node_sets, edge_sets=edge_sets)
+
+
+def graph_tensor_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tensor, edge_index: tf.Tensor,
+                             config_feat: Optional[tf.Tensor] = None, node_config_ids: Optional[tf.Tensor] = None,
+                             node_config_feat: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
+  """The GraphTensor `join` would give for raw TpuGraphs arrays with all their configs.
+
+  This is what a served model receives: callers pass the npz arrays (tile: config_feat (c, 24);
+  layout: node_config_ids (nc,) and node_config_feat (c, nc, 18)). TF ops only.
+  """
+  structure = structure_from_arrays(kind, node_feat, node_opcode, edge_index, node_config_ids)
+  return join(kind, structure, chunk_from_arrays(kind, config_feat if kind == "tile" else node_config_feat))
 
 
 def config_chunks(graph: graphs.Graph, configs_per_chunk: int) -> Iterable[tuple[int, np.ndarray]]:

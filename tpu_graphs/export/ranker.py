@@ -23,9 +23,10 @@ from tpu_graphs.data import graphs, npz, records
 from tpu_graphs.export import saved_model
 from tpu_graphs.hlo import featurize
 
-# Configs per call of the model. A 21,918-node nlp graph with nc = 848 sends 61 MB of
-# node_config_feat per 1,000 configs; the model's per-config states are a multiple of that.
-DEFAULT_CONFIGS_PER_CALL = 250
+# Configs per call of the SavedModel, which prunes the graph once per call and scores the configs
+# in chunks of its own (saved_model.CONFIGS_PER_CALL). Bounds the input arrays read from disk: a
+# 21,918-node nlp graph with nc = 848 sends 61 MB of node_config_feat per 1,000 configs.
+DEFAULT_CONFIGS_PER_CALL = 2048
 
 
 @dataclasses.dataclass(frozen=True)

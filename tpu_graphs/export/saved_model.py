@@ -39,6 +39,9 @@ PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
 EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
 Preprocess = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
+# Configs scored per model call inside the plain signature: bounds memory whatever c is, while the
+# per-graph work (building the graph, pruning) happens once per signature call.
+CONFIGS_PER_CALL = 128
 
 _GRAPH_INPUTS = (
     tf.TensorSpec([None, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
@@ -76,24 +79,41 @@ class ServingModule(tf.Module):
       raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
     self.scorer_variables = list(scorer.variables)
 
+    def scored(graph) -> tf.Tensor:
+      return scorer(graph.with_indices_dtype(trainer.INDICES_DTYPE))
+
     def scores(graph) -> dict:
-      if preprocess is not None:
-        graph = preprocess(graph)
-      return {"scores": scorer(graph.with_indices_dtype(trainer.INDICES_DTYPE))}
+      return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
+
+    def chunked_scores(structure, config_features) -> tf.Tensor:
+      """Scores of all configs, CONFIGS_PER_CALL at a time, joined to the once-preprocessed structure."""
+      total = tf.shape(config_features)[0]
+
+      def score_chunk(start, parts):
+        chunk = records.chunk_from_arrays(kind, config_features[start:start + CONFIGS_PER_CALL], start)
+        return start + CONFIGS_PER_CALL, parts.write(parts.size(), scored(records.join(kind, structure, chunk)))
+
+      parts = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None])
+      _, parts = tf.while_loop(lambda start, _: start < total, score_chunk, (tf.constant(0), parts),
+                               parallel_iterations=1)  # one chunk alive at a time
+      return tf.cond(total > 0, parts.concat, lambda: tf.zeros([0], tf.float32))
 
     def score_arrays(node_feat, node_opcode, edge_index, *config_arrays):
       edge_index = _checked_ids("edge_index", edge_index, tf.shape(node_feat)[0])
-      configs = {}
+      node_config_ids = None
       if kind == "tile":
-        configs["config_feat"], = config_arrays
+        config_features, = config_arrays
       else:
         node_config_ids, node_config_feat = config_arrays
-        configs["node_config_ids"] = _checked_ids("node_config_ids", node_config_ids, tf.shape(node_feat)[0])
+        node_config_ids = _checked_ids("node_config_ids", node_config_ids, tf.shape(node_feat)[0])
         with tf.control_dependencies([tf.debugging.assert_equal(
             tf.shape(node_config_feat)[1], tf.shape(node_config_ids)[0],
             message="node_config_feat has not one column per entry of node_config_ids")]):
-          configs["node_config_feat"] = tf.identity(node_config_feat)
-      return scores(records.graph_tensor_from_arrays(kind, node_feat, node_opcode, edge_index, **configs))
+          config_features = tf.identity(node_config_feat)
+      structure = records.structure_from_arrays(kind, node_feat, node_opcode, edge_index, node_config_ids)
+      if preprocess is not None:
+        structure = preprocess(structure)
+      return {"scores": chunked_scores(structure, config_features)}
 
     self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
     self.score_examples = tf.function(
