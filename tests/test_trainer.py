@@ -11,7 +11,8 @@ import tensorflow as tf
 
 import tile_test_data
 from tpu_graphs.models import tile_model
-from tpu_graphs.train import metrics, tasks, trainer
+from tpu_graphs.data import locations, npz
+from tpu_graphs.train import experiments, metrics, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
   tf.config.set_logical_device_configuration(
@@ -57,6 +58,20 @@ def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp
     assert graph_key.startswith("tile:xla:test_kernel_")
     indices = [int(i) for i in top.split(";")]
     assert len(indices) == 5 == len(set(indices)) and all(0 <= i < 24 for i in indices)
+
+
+def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):
+  training = {"epochs": 3, "batch_size": 8, "configs_per_graph": 16, "learning_rate": 3e-3, "verbose": 0}
+  model = experiments.ModelSettings(units=32, layers=2)
+  result = experiments.train_collection("tile:xla", locations.EMBEDDED_NPZ, tmp_path / "run", training, model)
+  losses = [epoch["loss"] for epoch in result["history"]]
+  assert losses[-1] < losses[0]
+  valid = [npz.read_graph(path).runtimes() for path in sorted((locations.EMBEDDED_NPZ / "tile/xla/valid").glob("*.npz"))]
+  rng = np.random.default_rng(0)
+  random_score = np.mean([metrics.tile_score(runtimes, rng.random(runtimes.size)) for runtimes in valid for _ in range(50)])
+  assert result["valid"]["graphs"] == len(valid)
+  assert result["valid"]["mean"]["tile_score"] > random_score + 0.2
+  assert result["valid"]["mean"]["opa"] > 0.6
 
 
 class _KillAfterEpoch(tf.keras.callbacks.Callback):
