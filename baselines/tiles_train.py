@@ -64,6 +64,7 @@ def main(argv):
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")
+  strategies.finish(strategy)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ from the strategy alone.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import sys
 from typing import Optional
 
 import tensorflow as tf
@@ -68,3 +70,20 @@ def worker_directory(strategy: tf.distribute.Strategy, out_dir) -> pathlib.Path:
   if is_chief(strategy):
     return out_dir
   return out_dir / "workers" / str(strategy.cluster_resolver.task_id)
+
+
+def finish(strategy: tf.distribute.Strategy) -> None:
+  """Ends a program's part in a multi-worker run cleanly; a no-op otherwise.
+
+  TensorFlow's coordination service lives in the chief's process: a worker still sending it
+  heartbeats when the chief exits fails its own exit (UNAVAILABLE) although its work is done.
+  So every worker first waits for all the others (an all-reduce), then the non-chief workers
+  leave at once, before the chief can.
+  """
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return
+  strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+  if not is_chief(strategy):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # pylint: disable=protected-access
