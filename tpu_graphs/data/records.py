@@ -70,29 +70,26 @@ def _context(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.Context:
   return tfgnn.Context.from_fields(features=features, sizes=tf.constant([1]))
 
 
-def _node_set(size: int, features: dict) -> tfgnn.NodeSet:
-  return tfgnn.NodeSet.from_fields(sizes=tf.constant([size]), features=features)
-
-
-def _edge_set(source: str, target: str, sources, targets) -> tfgnn.EdgeSet:
-  sources = tf.constant(sources, tf.int64)
-  return tfgnn.EdgeSet.from_fields(
-      sizes=tf.shape(sources, out_type=tf.int64)[:1],
-      adjacency=tfgnn.Adjacency.from_indices((source, sources), (target, tf.constant(targets, tf.int64))))
-
-
 def _empty_pieces(kind: str, node_set_names, edge_set_names) -> tuple[dict, dict]:
   """Size-0 node and edge sets, so each record kind is a complete GraphTensor of the schema."""
   spec = graph_spec(kind)
   node_sets = {}
   for name in node_set_names:
     features = spec.node_sets_spec[name].features_spec
-    node_sets[name] = _node_set(0, {f: tf.zeros([0] + features[f].shape[1:].as_list(), features[f].dtype)
-                                    for f in features})
-  edge_sets = {name: _edge_set(spec.edge_sets_spec[name].adjacency_spec.source_name,
-                               spec.edge_sets_spec[name].adjacency_spec.target_name, [], [])
+    node_sets[name] = tfgnn.NodeSet.from_fields(
+        sizes=tf.zeros([1], tf.int64),
+        features={f: tf.zeros([0] + features[f].shape[1:].as_list(), features[f].dtype) for f in features})
+  none = tf.zeros([0], tf.int64)
+  edge_sets = {name: tfgnn.EdgeSet.from_fields(
+      sizes=tf.zeros([1], tf.int64),
+      adjacency=tfgnn.Adjacency.from_indices((spec.edge_sets_spec[name].adjacency_spec.source_name, none),
+                                             (spec.edge_sets_spec[name].adjacency_spec.target_name, none)))
                for name in edge_set_names}
   return node_sets, edge_sets
+
+
+def _kind(graph: graphs.Graph) -> str:
+  return "tile" if isinstance(graph, graphs.TileGraph) else "layout"
 
 
 def structure_graph_tensor(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.GraphTensor:
@@ -100,18 +97,11 @@ def structure_graph_tensor(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.
 
   `configs_in_chunk` (see chunk_configs) only sets the context's num_chunks.
   """
-  kind = "tile" if isinstance(graph, graphs.TileGraph) else "layout"
-  node_sets, edge_sets = _empty_pieces(kind, CONFIG_NODE_SETS[kind], CONFIG_EDGE_SETS[kind])
-  op_features = {"feat": tf.constant(graph.node_feat), "opcode": tf.constant(graph.node_opcode, tf.int64)}
-  if kind == "layout":
-    slots = np.full(graph.node_feat.shape[0], -1, np.int64)
-    slots[graph.node_config_ids] = np.arange(graph.node_config_ids.shape[0])
-    op_features["config_slot"] = tf.constant(slots)
-    node_sets["node_split"] = _node_set(graph.node_splits.shape[1], {"offset": tf.constant(graph.node_splits[0])})
-  node_sets["op"] = _node_set(graph.node_feat.shape[0], op_features)
-  edge_sets["feeds"] = _edge_set("op", "op", graph.edge_index[:, 1], graph.edge_index[:, 0])
-  return tfgnn.GraphTensor.from_pieces(
-      context=_context(graph, configs_in_chunk), node_sets=node_sets, edge_sets=edge_sets)
+  layout = isinstance(graph, graphs.LayoutGraph)
+  return structure_from_arrays(_kind(graph), graph.node_feat, graph.node_opcode, graph.edge_index,
+                               node_config_ids=graph.node_config_ids if layout else None,
+                               node_splits=graph.node_splits if layout else None,
+                               context=_context(graph, configs_in_chunk))
 
 
 def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: np.ndarray,
@@ -124,25 +114,16 @@ def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: 
     config_features: the chunk's rows of `config_feat` (k, 24) or `node_config_feat` (k, nc, 18).
     configs_in_chunk: the graph's chunk size (see chunk_configs); k is less in the last chunk.
   """
-  count = config_features.shape[0]
-  indices = np.arange(start, start + count, dtype=np.int64)
-  config_features_dict = {"config_index": tf.constant(indices),
-                          "runtime": tf.constant(graph.config_runtime[start:start + count])}
-  kind = "tile" if isinstance(graph, graphs.TileGraph) else "layout"
-  node_sets, edge_sets = _empty_pieces(kind, STRUCTURE_NODE_SETS[kind], STRUCTURE_EDGE_SETS[kind])
-  if kind == "tile":
-    config_features_dict["feat"] = tf.constant(config_features, tf.float32)
-    config_features_dict["normalizer"] = tf.constant(graph.config_runtime_normalizers[start:start + count])
-  else:
-    num_slots = config_features.shape[1]
-    node_sets["node_config"] = _node_set(
-        count * num_slots, {"feat": tf.constant(config_features.reshape(-1, config_features.shape[-1]), tf.float32)})
-    edge_sets["belongs_to"] = _edge_set(
-        "node_config", "config", np.arange(count * num_slots), np.repeat(np.arange(count), num_slots))
-    edge_sets["configures"] = _edge_set("node_config", "op", [], [])
-  node_sets["config"] = _node_set(count, config_features_dict)
-  return tfgnn.GraphTensor.from_pieces(
-      context=_context(graph, configs_in_chunk), node_sets=node_sets, edge_sets=edge_sets)
+  kind, stop = _kind(graph), start + config_features.shape[0]
+  chunk = chunk_from_arrays(
+      kind, config_features, start, graph.config_runtime[start:stop],
+      graph.config_runtime_normalizers[start:stop] if kind == "tile" else None)
+  # Empty ops and data flow, and `configures`, which `join` derives from the structure.
+  node_sets, edge_sets = _empty_pieces(
+      kind, STRUCTURE_NODE_SETS[kind], STRUCTURE_EDGE_SETS[kind] + (("configures",) if kind == "layout" else ()))
+  return tfgnn.GraphTensor.from_pieces(context=_context(graph, configs_in_chunk),
+                                       node_sets={**node_sets, **chunk.node_sets},
+                                       edge_sets={**edge_sets, **chunk.edge_sets})
 
 
 def serialize(graph_tensor: tfgnn.GraphTensor) -> bytes:
@@ -181,11 +162,13 @@ def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> t
 
 
 def structure_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tensor, edge_index: tf.Tensor,
-                          node_config_ids: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
+                          node_config_ids: Optional[tf.Tensor] = None, node_splits: Optional[tf.Tensor] = None,
+                          context: Optional[tfgnn.Context] = None) -> tfgnn.GraphTensor:
   """A structure GraphTensor (ops and data flow, empty config sets) from raw arrays, in TF ops only.
 
   Shapes: node_feat (n, 140); node_opcode (n,); edge_index (m, 2) rows [consumer, producer];
-  layout: node_config_ids (nc,). The context names no graph. Traceable into a SavedModel.
+  layout: node_config_ids (nc,), node_splits (1, k) (none when not given). Without `context` the
+  graph is anonymous, as for serving. Traceable into a SavedModel.
   """
   node_feat = tf.convert_to_tensor(node_feat, tf.float32)
   edge_index = tf.cast(edge_index, tf.int64)
@@ -196,31 +179,36 @@ def structure_from_arrays(kind: str, node_feat: tf.Tensor, node_opcode: tf.Tenso
     ids = tf.cast(node_config_ids, tf.int64)
     op_features["config_slot"] = tf.tensor_scatter_nd_update(
         -tf.ones(num_nodes, tf.int64), ids[:, None], tf.range(tf.shape(ids, tf.int64)[0]))
-    node_sets["node_split"] = tfgnn.NodeSet.from_fields(sizes=tf.zeros([1], tf.int64),
-                                                        features={"offset": tf.zeros([0], tf.int64)})
+    offsets = tf.zeros([0], tf.int64) if node_splits is None else tf.reshape(tf.cast(node_splits, tf.int64), [-1])
+    node_sets["node_split"] = tfgnn.NodeSet.from_fields(sizes=tf.shape(offsets, tf.int64)[:1],
+                                                        features={"offset": offsets})
   node_sets["op"] = tfgnn.NodeSet.from_fields(sizes=num_nodes, features=op_features)
   edge_sets["feeds"] = tfgnn.EdgeSet.from_fields(
       sizes=tf.shape(edge_index, tf.int64)[:1],
       adjacency=tfgnn.Adjacency.from_indices(("op", edge_index[:, 1]), ("op", edge_index[:, 0])))
-  context = tfgnn.Context.from_fields(features={
-      "graph_id": tf.constant([""]), "collection": tf.constant([kind]),
-      "num_configs": tf.zeros([1], tf.int64), "num_chunks": tf.ones([1], tf.int64)}, sizes=tf.constant([1]))
+  if context is None:
+    context = tfgnn.Context.from_fields(features={
+        "graph_id": tf.constant([""]), "collection": tf.constant([kind]),
+        "num_configs": tf.zeros([1], tf.int64), "num_chunks": tf.ones([1], tf.int64)}, sizes=tf.constant([1]))
   return tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets, edge_sets=edge_sets)
 
 
-def chunk_from_arrays(kind: str, config_features: tf.Tensor, first_index=0) -> tfgnn.GraphTensor:
+def chunk_from_arrays(kind: str, config_features: tf.Tensor, first_index=0, runtimes: Optional[tf.Tensor] = None,
+                      normalizers: Optional[tf.Tensor] = None) -> tfgnn.GraphTensor:
   """A chunk GraphTensor (configs only, as `join` takes them) from raw config features.
 
   config_features: tile config_feat rows (k, 24) or layout node_config_feat rows (k, nc, 18);
-  first_index: the config index of the first row. Runtimes are unknown (zero).
+  first_index: the config index of the first row; runtimes (k,) and, for tile, normalizers (k,)
+  where known (zero and one otherwise, as in the test split).
   """
   features = tf.convert_to_tensor(config_features, tf.float32)
   num_configs = tf.shape(features, tf.int64)[:1]
   config_features = {"config_index": tf.cast(first_index, tf.int64) + tf.range(num_configs[0]),
-                     "runtime": tf.zeros(num_configs, tf.int64)}
+                     "runtime": tf.zeros(num_configs, tf.int64) if runtimes is None else tf.cast(runtimes, tf.int64)}
   node_sets, edge_sets = {}, {}
   if kind == "tile":
-    config_features.update(feat=features, normalizer=tf.ones(num_configs, tf.int64))
+    config_features.update(feat=features, normalizer=tf.ones(num_configs, tf.int64) if normalizers is None
+                           else tf.cast(normalizers, tf.int64))
   else:
     num_slots = tf.shape(features, tf.int64)[1]
     total = num_configs * num_slots
