@@ -33,13 +33,20 @@ _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree holding layout/<source>/<search>/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "The run directory; default out/layout_<source>_<search>.")
-_EPOCHS = flags.DEFINE_integer("epochs", 10, "Training epochs (each sees every config chunk once).")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 4, "Graph chunks per step, over all replicas.")
-_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 16, "Configs sampled per chunk and step.")
-_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", 64,
+_EPOCHS = flags.DEFINE_integer("epochs", 30, "Training epochs, each --steps_per_epoch steps and then validation.")
+_STEPS_PER_EPOCH = flags.DEFINE_integer(
+    "steps_per_epoch", 50, "Steps per epoch; 0 = one pass over every config chunk. Lists are sampled afresh from "
+    "as many passes over the chunks as an epoch needs, so a run on a handful of programs still sees enough pairs.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 4, "Config lists (graph chunks) per step, over all replicas.")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 64, "Configs sampled per list: the list size k.")
+_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", 256,
                                           "Configs per record chunk: bounds memory of training and scoring.")
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam learning rate.")
-_LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "Weighted TF-Ranking losses, e.g. 'listmle:1' or 'pairwise_hinge:1'.")
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam's peak learning rate.")
+_SCHEDULE = flags.DEFINE_enum("schedule", "cosine", ["constant", "cosine"],
+                              "Learning rate: constant, or linear warmup then cosine decay to 0 at the last step.")
+_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 100, "Warmup steps of the cosine schedule.")
+_LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "Weighted TF-Ranking losses over each list's pairs, e.g. "
+                            "'pairwise_hinge:1' (all pairs) or 'listmle:1'.")
 _BACKBONE = flags.DEFINE_enum("backbone", "residual_gcn", gnn.BACKBONES, "Message passing layers.")
 _UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
 _LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
@@ -49,7 +56,11 @@ _PRUNE_HOPS = flags.DEFINE_integer(
 _DEDUP = flags.DEFINE_bool("dedup", True, "Merge training configs with identical features.")
 _NORMALIZE = flags.DEFINE_bool("normalize", True, "Standardize log-scaled op features with training statistics.")
 _SEGMENT_SIZE = flags.DEFINE_integer("segment_size", 0, "Graph Segment Training segment size in ops; 0 = off.")
-_PATIENCE = flags.DEFINE_integer("patience", 5, "Epochs without a better validation tau before stopping.")
+_GRAPH_NORM = flags.DEFINE_bool("graph_norm", True, "GraphNorm over a graph's ops after every message passing round.")
+_CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
+    "cross_config_attention", False, "Attention over the configs of a list before scoring (scores then depend on "
+    "the list a config is scored in).")
+_PATIENCE = flags.DEFINE_integer("patience", 10, "Epochs without a better validation tau before stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
 
@@ -60,13 +71,16 @@ def main(argv):
   strategy = strategies.choose_strategy(_TPU.value)
   collection = f"layout:{_SOURCE.value}:{_SEARCH.value}"
   out_dir = pathlib.Path(_OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}")
-  training = {"epochs": _EPOCHS.value, "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
-              "learning_rate": _LEARNING_RATE.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
+  training = {"epochs": _EPOCHS.value, "steps_per_epoch": _STEPS_PER_EPOCH.value or None,
+              "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
+              "learning_rate": _LEARNING_RATE.value, "learning_rate_schedule": _SCHEDULE.value,
+              "warmup_steps": _WARMUP_STEPS.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
               "eval_batch_size": 1, "seed": _SEED.value}
   model = experiments.ModelSettings(
       units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
       prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None, dedup=_DEDUP.value,
-      normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value)
+      normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
+      graph_norm=_GRAPH_NORM.value, cross_config_attention=_CROSS_CONFIG_ATTENTION.value)
   try:
     result = experiments.train_collection(collection, _DATA_ROOT.value, out_dir, training, model,
                                           records_dir=_RECORDS_DIR.value, strategy=strategy,

@@ -41,8 +41,8 @@ def _shard_dataset(kind: str, structure_file: str, configs_file: str,
   """(structure, chunk) GraphTensor pairs of one shard, in order."""
   parse = lambda serialized: records.parse(kind, serialized)
   structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse)
-  if structure_transform is not None:
-    structures = structures.map(structure_transform)
+  if structure_transform is not None:  # once per graph, also when the pairs are repeated
+    structures = structures.map(structure_transform).cache()
   structures = structures.flat_map(
       lambda g: tf.data.Dataset.from_tensors(g).repeat(g.context["num_chunks"][0]))
   chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse)
@@ -105,13 +105,14 @@ def sample_chunk(kind: str, chunk: tfgnn.GraphTensor, count: int, seed: tf.Tenso
 
 
 def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buffer: int = 64,
-                     structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
-  """Scalar GraphTensors, one per chunk, each with `configs_per_graph` sampled configs, shuffled.
+                     structure_transform: Optional[StructureTransform] = None, passes: int = 1) -> tf.data.Dataset:
+  """Scalar GraphTensors, one per chunk and pass, each with `configs_per_graph` sampled configs
+  (a new sample in every pass), shuffled.
 
   The same seed gives the same elements in the same order; vary it per epoch.
   """
   kind, pairs = _pairs(records_dir, shuffle_seed=seed, structure_transform=structure_transform)
-  pairs = pairs.enumerate()
+  pairs = pairs.repeat(passes).enumerate()
 
   def sample_and_join(index, pair):
     structure, chunk = pair

@@ -7,6 +7,8 @@ Dense on the last axis), so both forms flow through the same message passing.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
@@ -36,11 +38,14 @@ class AddReversedEdges(tf.keras.layers.Layer):
 
 
 class OpEncoder(tf.keras.layers.Layer):
-  """Initial op states (n, units) from an opcode embedding and the log-scaled 140 features."""
+  """Initial op states (n, units) from an opcode embedding and the 140 features, log-scaled or
+  scaled by `feature_scaling` (a layer (n, 140) -> (n, 140), e.g. a standardization)."""
 
-  def __init__(self, units: int, opcode_dim: int = 32, **kwargs):
+  def __init__(self, units: int, opcode_dim: int = 32, feature_scaling: Optional[tf.keras.layers.Layer] = None,
+               **kwargs):
     super().__init__(**kwargs)
     self.units, self.opcode_dim = units, opcode_dim
+    self._feature_scaling = feature_scaling
     self._opcode_embedding = tf.keras.layers.Embedding(NUM_OPCODES, opcode_dim)
     self._features = tf.keras.layers.Dense(units, activation="relu")
     self._combine = tf.keras.layers.Dense(units, activation="relu")
@@ -48,7 +53,8 @@ class OpEncoder(tf.keras.layers.Layer):
   def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
     op = graph.node_sets["op"]
     embedded = self._opcode_embedding(op["opcode"])
-    return self._combine(tf.concat([embedded, self._features(log_scaled(op["feat"]))], axis=-1))
+    scaled = log_scaled(op["feat"]) if self._feature_scaling is None else self._feature_scaling(op["feat"])
+    return self._combine(tf.concat([embedded, self._features(scaled)], axis=-1))
 
   def get_config(self):
     return {**super().get_config(), "units": self.units, "opcode_dim": self.opcode_dim}

@@ -2,14 +2,22 @@
 
 Input: a GraphTensor of the layout schema (data/schemas/layout.pbtxt) with b components, op nodes
 (n), `feeds` edges, and per graph a list of configs: config nodes (c) and node_config nodes (one
-per config and configurable op, 18 features) linked by `configures` (to the op) and `belongs_to`
-(to the config). Output: scores (c,) float32, aligned with the config node set.
+per config and configurable op, 18 layout values) linked by `configures` (to the op) and
+`belongs_to` (to the config). Output: scores (c,) float32, aligned with the config node set.
 
 Op states are (n, k, d): one state per op and per config slot of its graph's list (k = the longest
-list in the batch). Each configurable op's state is joined with its node_config features before
-message passing; other ops start equal across configs and differ only through their neighbours.
-A residual GraphSAGE-style GNN (gnn.message_passing_update, messages along `feeds` and its
-reverse) runs on that; ops are mean-pooled per graph and config and an MLP scores each config.
+list in the batch). Within one program, runtime is close to a sum of per-op layout effects plus
+copies where a producer's layout differs from what its consumer asks for (layout_features.py), so:
+
+* the encoder reads layout values as categories (one embedding shared by the config values and
+  the op's own default layout), adds each configurable op's cost features (layout changes, minor
+  dimension sizes, (8, 128) padding waste) and, per `feeds` edge, whether the config makes XLA
+  copy between producer and consumer;
+* a residual GNN (gnn.message_passing_update, messages along `feeds` and its reverse), each round
+  followed by GraphNorm over the ops of one graph and config, lets layouts interact;
+* the readout scores every op and sums over the graph: an additive cost model, learnt. Optional
+  cross-config attention lets each config's pooled state see the other configs of its list (its
+  scores then depend on the list a config is scored in).
 
 Optional, inside the model: op feature normalization with training statistics, and Graph Segment
 Training (gradients through one sampled segment per graph and step). Pruning to configurable ops
@@ -26,7 +34,9 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
-from tpu_graphs.models import gnn, layout_preprocessing
+from tpu_graphs.models import gnn, layout_features, layout_preprocessing
+
+_LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
 
 
 def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
@@ -37,46 +47,131 @@ def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
   return tf.stack([graph_ids, positions], axis=1)
 
 
-def op_config_features(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(n, k, 19): for op i and config slot p of its graph, the node_config features that config
-  sets on op i followed by 1, or zeros where op i is not configurable (or its graph has < p+1
-  configs)."""
+def _list_size(graph: tfgnn.GraphTensor) -> tf.Tensor:
+  """Scalar int64 k: the longest config list of the batch."""
+  return tf.reduce_max(tf.concat([tf.cast(graph.node_sets["config"].sizes, tf.int64), [0]], 0))
+
+
+def _op_slot_indices(graph: tfgnn.GraphTensor) -> tf.Tensor:
+  """(N, 2) int64 [op, config slot] of every node_config node."""
   positions = _list_positions(graph)[:, 1]
-  list_size = tf.reduce_max(tf.concat([tf.cast(graph.node_sets["config"].sizes, tf.int64), [0]], 0))
-  node_config = graph.node_sets["node_config"]
   config_of = tf.cast(graph.edge_sets["belongs_to"].adjacency.target, tf.int64)
   op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int64)
   # Both edge sets list node_config nodes in order (records.join, graph_tensor_from_arrays).
-  features = tf.concat([node_config["feat"], tf.ones_like(node_config["feat"][:, :1])], axis=-1)
-  indices = tf.stack([op_of, tf.gather(positions, config_of)], axis=1)
+  return tf.stack([op_of, tf.gather(positions, config_of)], axis=1)
+
+
+def scatter_to_op_slots(graph: tfgnn.GraphTensor, rows: tf.Tensor) -> tf.Tensor:
+  """(n, k, w): node_config rows (N, w) placed at [op, config slot]; zeros elsewhere."""
   num_ops = tf.cast(graph.node_sets["op"].total_size, tf.int64)
-  return tf.scatter_nd(indices, features, tf.stack([num_ops, list_size, graphs.LAYOUT_CONFIG_FEATURE_WIDTH + 1]))
+  shape = tf.concat([tf.stack([num_ops, _list_size(graph)]), tf.shape(rows, tf.int64)[1:]], 0)
+  return tf.scatter_nd(_op_slot_indices(graph), rows, shape)
+
+
+def op_config_values(graph: tfgnn.GraphTensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """(n, k, 18) int32 layout values each config sets on each op (-1 where it sets none), and
+  (n, k) bool whether the op is configured in that slot."""
+  values = layout_features.layout_categories(graph.node_sets["node_config"]["feat"])  # shifted: 0 = unset
+  placed = scatter_to_op_slots(graph, tf.concat([values, tf.ones_like(values[:, :1])], axis=-1))
+  return placed[..., :_LAYOUT_VALUES] - 1, placed[..., _LAYOUT_VALUES] > 0
+
+
+def edge_copy_counts(graph: tfgnn.GraphTensor, values: tf.Tensor, configured: tf.Tensor,
+                     default_layout: tf.Tensor) -> tf.Tensor:
+  """(n, k, 2) float32 per op and config: how many of its producers, and how many of its consumers,
+  meet it with a layout change (layout_features.edge_copies) along `feeds`.
+
+  A producer's output layout is the one its config sets, else its default layout.
+  """
+  num_ops = tf.shape(values)[0]
+  output = values[..., :layout_features.MAX_DIMS]
+  default = tf.broadcast_to(default_layout[:, tf.newaxis, :], tf.shape(output))
+  produced = tf.where((configured & (output[..., 0] >= 0))[..., tf.newaxis], output, default)
+  feeds = graph.edge_sets["feeds"].adjacency
+  producers, consumers = tf.cast(feeds.source, tf.int32), tf.cast(feeds.target, tf.int32)
+  copies = layout_features.edge_copies(tf.gather(produced, producers), tf.gather(values, consumers))  # (e, k)
+  return tf.stack([tf.math.unsorted_segment_sum(copies, consumers, num_ops),
+                   tf.math.unsorted_segment_sum(copies, producers, num_ops)], axis=-1)
+
+
+class LayoutEmbedding(tf.keras.layers.Layer):
+  """(..., w) layout values -> (..., w * dim): one embedding per (position, value category), shared
+  by config rows (w = 18: output, input 0, input 1) and default layouts (w = 6: output positions)."""
+
+  def __init__(self, dim: int, **kwargs):
+    super().__init__(**kwargs)
+    self.dim = dim
+    self._embedding = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
+
+  def call(self, values: tf.Tensor) -> tf.Tensor:
+    width = values.shape[-1]
+    categories = layout_features.layout_categories(tf.cast(values, tf.float32))
+    embedded = self._embedding(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width))
+    return tf.reshape(embedded, tf.concat([tf.shape(values)[:-1], [width * self.dim]], 0))
+
+  def get_config(self):
+    return {**super().get_config(), "dim": self.dim}
 
 
 class LayoutEncoder(tf.keras.layers.Layer):
-  """Initial op states (n, k, units): opcode embedding, (normalized) op features, config features."""
+  """Initial op states (n, k, units) from the op (opcode, normalized features, default layout) and
+  each config's layout on it (categories, cost features, copies along edges)."""
 
-  def __init__(self, units: int, feature_mean=None, feature_deviation=None, opcode_dim: int = 32, **kwargs):
+  def __init__(self, units: int, feature_mean=None, feature_deviation=None, layout_dim: int = 8, **kwargs):
     super().__init__(**kwargs)
-    self.units, self.opcode_dim = units, opcode_dim
-    self._normalize = layout_preprocessing.OpFeatureNormalization(feature_mean, feature_deviation)
-    self._opcode_embedding = tf.keras.layers.Embedding(gnn.NUM_OPCODES, opcode_dim)
-    self._features = tf.keras.layers.Dense(units, activation="relu")
-    self._ops = tf.keras.layers.Dense(units, activation="relu")
+    self.units, self.layout_dim = units, layout_dim
+    self._op_encoder = gnn.OpEncoder(units, feature_scaling=layout_preprocessing.OpFeatureNormalization(
+        feature_mean, feature_deviation))
+    self._layouts = LayoutEmbedding(layout_dim)
+    self._default = tf.keras.layers.Dense(units, activation="relu")
     self._configs = tf.keras.layers.Dense(units, activation="relu")
     self._joined = tf.keras.layers.Dense(units, activation="relu")
 
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
-    op = graph.node_sets["op"]
-    op_states = self._ops(tf.concat([self._opcode_embedding(op["opcode"]),
-                                     self._features(self._normalize(op["feat"]))], axis=-1))  # (n, d)
-    config_states = self._configs(op_config_features(graph))  # (n, k, d)
+    op_feat = graph.node_sets["op"]["feat"]
+    default_layout = layout_features.default_layouts(op_feat)  # (n, 6)
+    op_states = self._default(tf.concat([self._op_encoder(graph), self._layouts(default_layout)], axis=-1))
+    rows = graph.node_sets["node_config"]["feat"]  # (N, 18)
+    op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
+    costs = layout_features.config_cost_features(
+        rows, tf.gather(op_feat[:, layout_features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of))
+    config_states = scatter_to_op_slots(graph, self._configs(tf.concat([self._layouts(rows), costs], axis=-1)))
+    values, configured = op_config_values(graph)
+    copies = edge_copy_counts(graph, values, configured, default_layout)
     repeated = tf.repeat(op_states[:, tf.newaxis, :], tf.shape(config_states)[1], axis=1)
-    states = self._joined(tf.concat([repeated, config_states], axis=-1))
+    states = self._joined(tf.concat([repeated, config_states, copies,
+                                     tf.cast(configured, tf.float32)[..., tf.newaxis]], axis=-1))
     return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: states}})
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units, "opcode_dim": self.opcode_dim}
+    return {**super().get_config(), "units": self.units, "layout_dim": self.layout_dim}
+
+
+class GraphNorm(tf.keras.layers.Layer):
+  """GraphNorm (Cai et al., 2021) of op states (n, k, d) over the ops of one graph and config:
+  (h - alpha * mean) / std * gamma + beta, with a learnt share alpha of the mean removed. Each
+  config is normalized on its own, so a config's scores do not depend on its list."""
+
+  def __init__(self, units: int, **kwargs):
+    super().__init__(**kwargs)
+    self.units = units
+    width = units
+    self.alpha = self.add_weight(name="alpha", shape=[width], initializer="ones")
+    self.gamma = self.add_weight(name="gamma", shape=[width], initializer="ones")
+    self.beta = self.add_weight(name="beta", shape=[width], initializer="zeros")
+
+  def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+    states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
+    mean = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
+        graph, "op", "mean", feature_value=states))
+    centred = states - self.alpha * mean
+    variance = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
+        graph, "op", "mean", feature_value=tf.square(centred)))
+    normalized = centred * tf.math.rsqrt(variance + 1e-5) * self.gamma + self.beta
+    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: normalized}})
+
+  def get_config(self):
+    return {**super().get_config(), "units": self.units}
 
 
 class SegmentGradientStop(tf.keras.layers.Layer):
@@ -111,27 +206,41 @@ class SegmentSampler(tf.keras.layers.Layer):
 
 
 class LayoutReadout(tf.keras.layers.Layer):
-  """Mean-pools op states per graph and config slot, (b, k, d), and scores each config: (c,)."""
+  """Scores each config (c,): the sum over a graph's ops of a per-op score, plus, with
+  `cross_config_attention`, a score of the op-mean state after attention over the list's configs."""
 
-  def __init__(self, units: int, **kwargs):
+  def __init__(self, units: int, cross_config_attention: bool = False, heads: int = 4, **kwargs):
     super().__init__(**kwargs)
-    self.units = units
+    self.units, self.cross_config_attention, self.heads = units, cross_config_attention, heads
     self._hidden = tf.keras.layers.Dense(units, activation="relu")
     self._score = tf.keras.layers.Dense(1)
+    if cross_config_attention:
+      self._attention = tf.keras.layers.MultiHeadAttention(heads, max(units // heads, 1))
+      self._list_score = tf.keras.Sequential([tf.keras.layers.Dense(units, activation="relu"),
+                                              tf.keras.layers.Dense(1)])
 
   def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
-    pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_name=tfgnn.HIDDEN_STATE)  # (b, k, d)
-    per_list = tf.squeeze(self._score(self._hidden(pooled)), -1)  # (b, k)
-    return tf.gather_nd(per_list, _list_positions(graph))
+    states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
+    per_op = tf.squeeze(self._score(self._hidden(states)), -1)  # (n, k)
+    per_list = tfgnn.pool_nodes_to_context(graph, "op", "sum", feature_value=per_op)  # (b, k)
+    positions = _list_positions(graph)
+    if self.cross_config_attention:
+      pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_value=states)  # (b, k, d)
+      filled = tf.scatter_nd(positions, tf.ones(tf.shape(positions)[:1], tf.bool), tf.shape(per_list, tf.int64))
+      attended = self._attention(pooled, pooled, attention_mask=filled[:, tf.newaxis, :] & filled[:, :, tf.newaxis])
+      per_list += tf.squeeze(self._list_score(pooled + attended), -1)
+    return tf.gather_nd(per_list, positions)
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units}
+    return {**super().get_config(), "units": self.units, "cross_config_attention": self.cross_config_attention,
+            "heads": self.heads}
 
 
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
                        num_layers: int = 3,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
-                       segment_size: Optional[int] = None) -> tf.keras.Model:
+                       segment_size: Optional[int] = None, graph_norm: bool = True,
+                       cross_config_attention: bool = False) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
 
   Args:
@@ -142,6 +251,8 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     feature_statistics: (mean, deviation) of log-scaled op features (140,) from
       `layout_preprocessing.op_feature_statistics` on the training graphs; None = log scale only.
     segment_size: if set, Graph Segment Training with segments of this many ops.
+    graph_norm: GraphNorm after every round of message passing.
+    cross_config_attention: attention over the configs of a list before scoring.
   """
   inputs = tf.keras.layers.Input(type_spec=graph_spec)
   graph = gnn.AddReversedEdges()(inputs)
@@ -153,7 +264,9 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     graph = stop(graph, mask)
   for _ in range(num_layers):
     graph = gnn.message_passing_update(backbone, units)(graph)
+    if graph_norm:
+      graph = GraphNorm(units)(graph)
     if segment_size is not None:
       graph = stop(graph, mask)
-  scores = LayoutReadout(units)(graph)
+  scores = LayoutReadout(units, cross_config_attention)(graph)
   return tf.keras.Model(inputs, scores, name=f"layout_{backbone}")

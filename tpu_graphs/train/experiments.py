@@ -31,6 +31,8 @@ class ModelSettings:
   dedup: bool = False  # layout: merge training configs with identical features
   normalize: bool = False  # layout: standardize log-scaled op features with training statistics
   segment_size: Optional[int] = None  # layout: Graph Segment Training
+  graph_norm: bool = True  # layout: GraphNorm after every round of message passing
+  cross_config_attention: bool = False  # layout: attention over the configs of a list
   configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK
 
 
@@ -68,7 +70,8 @@ def model_builder(collection: str, model: ModelSettings, train_npz_dir) -> Calla
         npz.read_graph(path, stream_configs=True).node_feat for path in sorted(pathlib.Path(train_npz_dir).glob("*.npz")))
   return lambda spec: layout_model.build_layout_model(
       spec, model.backbone, model.units, model.layers, feature_statistics=statistics,
-      segment_size=model.segment_size)
+      segment_size=model.segment_size, graph_norm=model.graph_norm,
+      cross_config_attention=model.cross_config_attention)
 
 
 def train_collection(collection: str, data_root, out_dir, training: dict, model: ModelSettings = ModelSettings(),

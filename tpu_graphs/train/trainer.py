@@ -44,9 +44,16 @@ class TrainingConfig:
   out_dir: str
   test_dir: Optional[str] = None  # records to write predictions.csv for
   epochs: int = 10
+  # Steps per epoch (an epoch ends in validation); None = one pass over every config chunk. A
+  # fixed count keeps runs on a handful of graphs long enough to learn: lists are then sampled
+  # from as many passes over the chunks as the epoch needs, each with fresh configs.
+  steps_per_epoch: Optional[int] = None
   batch_size: int = 8  # graphs per step, over all replicas
   configs_per_graph: int = 16  # configs sampled per graph and step: the list size k
   learning_rate: float = 1e-3
+  # "constant", or "cosine": linear warmup over warmup_steps, then cosine decay to 0 at the last step.
+  learning_rate_schedule: str = "constant"
+  warmup_steps: int = 0
   loss: str = "listmle:1,mse:0.02"
   patience: int = 5  # epochs without a better validation primary metric before stopping
   eval_batch_size: int = 8  # config chunks scored per evaluation step
@@ -87,13 +94,35 @@ def _merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bo
       lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
 
 
-def steps_per_epoch(records_dir, batch_size: int) -> int:
-  """Steps of one epoch: every chunk of every graph once, in full batches."""
+def _chunk_count(records_dir) -> int:
   manifest = readers.read_manifest(records_dir)
-  chunks = sum(g["chunks"] for shard in manifest["shards"] for g in shard["graphs"])
+  return sum(g["chunks"] for shard in manifest["shards"] for g in shard["graphs"])
+
+
+def steps_per_epoch(records_dir, batch_size: int) -> int:
+  """Steps of one pass over every chunk of every graph, in full batches."""
+  chunks = _chunk_count(records_dir)
   if chunks < batch_size:
     raise ValueError(f"{records_dir}: {chunks} graph chunks cannot fill one batch of {batch_size}")
   return chunks // batch_size
+
+
+def epoch_steps(config: TrainingConfig) -> int:
+  """Steps of one epoch of the run: config.steps_per_epoch, or one pass over the chunks."""
+  return config.steps_per_epoch or steps_per_epoch(config.train_dir, config.batch_size)
+
+
+def learning_rate(config: TrainingConfig):
+  """The optimizer's learning rate: a float, or a schedule over the run's steps."""
+  if config.learning_rate_schedule == "constant":
+    return config.learning_rate
+  if config.learning_rate_schedule == "cosine":
+    total = config.epochs * epoch_steps(config)
+    warmup = min(config.warmup_steps, total - 1)
+    return tf.keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup else config.learning_rate, decay_steps=total - warmup,
+        warmup_target=config.learning_rate if warmup else None, warmup_steps=warmup)
+  raise ValueError(f"unknown learning rate schedule {config.learning_rate_schedule!r}: expected constant or cosine")
 
 
 def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
@@ -112,11 +141,13 @@ def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
   """
   context = input_context or tf.distribute.InputContext()
   batch_size = context.get_per_replica_batch_size(config.batch_size)
-  batches_per_epoch = steps_per_epoch(config.train_dir, config.batch_size) * context.num_replicas_in_sync
+  steps = epoch_steps(config)
+  batches_per_epoch = steps * context.num_replicas_in_sync
+  passes = -(-steps * config.batch_size // _chunk_count(config.train_dir))
   epochs = []
   for epoch in range(first_epoch, config.epochs):
     graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch,
-                                      structure_transform=task.structure_transform)
+                                      structure_transform=task.structure_transform, passes=passes)
     # Static batch sizes only where padding makes every shape static: MirroredStrategy's
     # iterator must be able to make empty batches of the element spec.
     batches = _merged_batches(graphs, batch_size, drop_remainder=bool(constraints)).take(batches_per_epoch)
@@ -269,7 +300,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   with strategy.scope():
     scorer = build_model(spec)
     model = RankingModel(scorer, task, config.configs_per_graph)
-    optimizer = tf.keras.optimizers.Adam(config.learning_rate)
+    optimizer = tf.keras.optimizers.Adam(learning_rate(config))
     model.compile(optimizer=optimizer, loss=task.loss(config.loss))
     state = {"epoch": tf.Variable(0, dtype=tf.int64), "best_value": tf.Variable(-np.inf, dtype=tf.float64),
              "best_epoch": tf.Variable(-1, dtype=tf.int64),
@@ -287,7 +318,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     inputs = strategy.distribute_datasets_from_function(
         lambda context: training_inputs(task, config, first_epoch, context, constraints))
     model.fit(inputs, epochs=config.epochs, initial_epoch=first_epoch,
-              steps_per_epoch=steps_per_epoch(config.train_dir, config.batch_size), verbose=config.verbose,
+              steps_per_epoch=epoch_steps(config), verbose=config.verbose,
               callbacks=[EpochEnd(task, scorer, config, manager, state, history),
                          tf.keras.callbacks.TensorBoard(str(out_dir / "logs")), *callbacks])
 

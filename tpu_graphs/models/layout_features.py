@@ -1,0 +1,129 @@
+"""What a layout configuration means for cost, as TF ops over layout GraphTensors.
+
+A layout is a minor-to-major order of a tensor's dimensions (TpuGraphs: `node_config_feat`
+holds, per configurable op, the orders of its output and up to two inputs, 6 values each, -1 =
+unset; `node_feat` holds the op's own default order in its `layout_minor_to_major_*` columns).
+The values are dimension indices, not magnitudes, so models read them as categories. Beyond the
+categories, three things decide what a layout costs on a TPU, and they are computed here:
+
+* copies: an op whose chosen output layout differs from the layout its consumer asks for (or
+  whose inputs disagree with its output) forces XLA to insert a transposing copy;
+* the minor-most dimension: TPU vector registers and memory tiles run along it, so its size
+  (and the second-minor one's) sets how well a tile is filled;
+* padding waste of (8, 128) tiling: the two minor-most dimensions are padded to multiples of 8
+  and 128, so a layout that puts a small dimension minor-most multiplies the bytes moved.
+
+All functions take plain tensors and broadcast over leading axes; layouts are (..., 6) int32.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tpu_graphs.hlo import features
+
+MAX_DIMS = features.LAYOUT_MAX_DIMS
+TENSORS = features.LAYOUT_MAX_TENSORS  # output, input 0, input 1
+# Categories of one layout value: unset (-1) and dimension indices 0..5.
+LAYOUT_CATEGORIES = MAX_DIMS + 1
+SHAPE_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("shape_dimensions_0"),
+                      features.NODE_FEATURE_NAMES.index("shape_dimensions_5") + 1)
+DEFAULT_LAYOUT_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("layout_minor_to_major_0"),
+                               features.NODE_FEATURE_NAMES.index("layout_minor_to_major_5") + 1)
+# TPU memory tiles: the minor-most dimension is padded to 128 lanes, the second-minor to 8 sublanes.
+TILE_LANES, TILE_SUBLANES = 128, 8
+# Derived per-config features of a configurable op, see `config_cost_features`.
+NUM_COST_FEATURES = 7
+
+
+def layout_categories(values: tf.Tensor) -> tf.Tensor:
+  """(..., w) int32 categories in [0, LAYOUT_CATEGORIES) of layout values (-1 = unset -> 0)."""
+  return tf.cast(tf.clip_by_value(tf.round(values), -1, MAX_DIMS - 1), tf.int32) + 1
+
+
+def default_layouts(node_feat: tf.Tensor) -> tf.Tensor:
+  """(n, 6) int32 default minor-to-major order of each op's output, -1 past the op's rank.
+
+  The release pads both the shape and the layout columns with zeros, so the rank is the number
+  of leading non-zero dimensions.
+  """
+  shape = node_feat[:, SHAPE_COLUMNS]
+  rank = tf.reduce_sum(tf.cast(tf.math.cumprod(tf.cast(shape > 0, tf.int32), axis=1) > 0, tf.int32), axis=1)
+  layout = tf.cast(tf.round(node_feat[:, DEFAULT_LAYOUT_COLUMNS]), tf.int32)
+  return tf.where(tf.range(MAX_DIMS)[tf.newaxis, :] < rank[:, tf.newaxis], layout, -1)
+
+
+def layouts_comparable(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+  """(...) bool: both layouts set at some common position."""
+  return tf.reduce_any((a >= 0) & (b >= 0), axis=-1)
+
+
+def same_layout(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+  """(...) bool: comparable and equal wherever both are set."""
+  both = (a >= 0) & (b >= 0)
+  return tf.reduce_any(both, axis=-1) & tf.reduce_all(tf.where(both, tf.equal(a, b), True), axis=-1)
+
+
+def layout_change(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:
+  """(...) float32 1 where two comparable layouts differ (a transposing copy), else 0."""
+  return tf.cast(layouts_comparable(a, b) & ~same_layout(a, b), tf.float32)
+
+
+def minor_dimension_sizes(shape: tf.Tensor, layout: tf.Tensor) -> tf.Tensor:
+  """(..., 2) float32 sizes of the minor-most and second-minor dimension under `layout`.
+
+  Args:
+    shape: (..., 6) dimension sizes of the tensor (zero padded).
+    layout: (..., 6) int32 minor-to-major order; an unset position counts as size 1.
+  """
+  picked = tf.gather(shape, tf.clip_by_value(layout[..., :2], 0, MAX_DIMS - 1), batch_dims=layout.shape.rank - 1)
+  return tf.where(layout[..., :2] >= 0, tf.maximum(picked, 1.0), 1.0)
+
+
+def tiling_padding_waste(minor_sizes: tf.Tensor) -> tf.Tensor:
+  """(...) float32 log of padded over real elements when (8, 128) tiles cover the two minor-most
+  dimensions: 0 for a 128-multiple minor and 8-multiple second-minor dimension.
+
+  Args:
+    minor_sizes: (..., 2) minor-most and second-minor sizes (`minor_dimension_sizes`).
+  """
+  tile = tf.constant([TILE_LANES, TILE_SUBLANES], minor_sizes.dtype)
+  padded = tf.math.ceil(minor_sizes / tile) * tile
+  return tf.reduce_sum(tf.math.log(padded / minor_sizes), axis=-1)
+
+
+def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_layout: tf.Tensor) -> tf.Tensor:
+  """(..., NUM_COST_FEATURES) float32 cost features of configurable ops under their configs.
+
+  Columns: output layout differs from input 0's, from input 1's, from the op's default; log size
+  of the minor-most and second-minor output dimension; their (8, 128) padding waste; whether the
+  output layout is set at all.
+
+  Args:
+    config_values: (..., 18) node_config_feat rows (output, input 0, input 1 orders; -1 unset).
+    shape: (..., 6) the op's output dimension sizes, broadcastable to the rows.
+    default_layout: (..., 6) int32 the op's default output layout (`default_layouts`).
+  """
+  values = tf.cast(tf.round(config_values), tf.int32)
+  output, input0, input1 = (values[..., i * MAX_DIMS:(i + 1) * MAX_DIMS] for i in range(TENSORS))
+  sizes = minor_dimension_sizes(tf.broadcast_to(shape, tf.shape(output)), output)
+  return tf.concat([
+      layout_change(output, input0)[..., tf.newaxis], layout_change(output, input1)[..., tf.newaxis],
+      layout_change(output, tf.broadcast_to(default_layout, tf.shape(output)))[..., tf.newaxis],
+      tf.math.log(sizes), tiling_padding_waste(sizes)[..., tf.newaxis],
+      tf.cast(output[..., :1] >= 0, tf.float32)], axis=-1)
+
+
+def edge_copies(producer_layout: tf.Tensor, consumer_config: tf.Tensor) -> tf.Tensor:
+  """(...) float32 1 where a producer's output layout matches none of the input layouts its
+  consumer's config asks for (so XLA copies between them), 0 where it matches one or the consumer
+  asks for none.
+
+  Args:
+    producer_layout: (..., 6) int32 the producer's output layout in that config.
+    consumer_config: (..., 18) int32 the consumer's config values (its input orders at 6..17).
+  """
+  inputs = [consumer_config[..., i * MAX_DIMS:(i + 1) * MAX_DIMS] for i in range(1, TENSORS)]
+  asked = tf.reduce_any(tf.stack([layouts_comparable(producer_layout, i) for i in inputs]), axis=0)
+  matched = tf.reduce_any(tf.stack([same_layout(producer_layout, i) for i in inputs]), axis=0)
+  return tf.cast(asked & ~matched, tf.float32)
