@@ -4,6 +4,11 @@
   python baselines/layout_train.py --source nlp --search random --data_root <TpuGraphs>/npz --out_dir ...
   bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
 
+The recipe (experiments.LAYOUT_TRAINING and LAYOUT_MODEL, chosen on config splits of real programs,
+benchmarks/real_layout.py): epochs of --steps_per_epoch steps, each step --batch_size lists of
+--configs_per_graph configs sampled afresh, a pairwise hinge over all pairs of a list, warmup and
+cosine decay of the learning rate, the best epoch on the valid split kept.
+
 Scale techniques, each a flag: --prune_hops (keep configurable ops and their k-hop neighbourhood;
 -1 keeps every op), --dedup (merge training configs with identical features, runtimes averaged),
 --normalize (standardize log-scaled op features with training statistics), --segment_size (Graph
@@ -15,6 +20,7 @@ graph; the mean tau is the Kaggle layout score), predictions.csv (every config i
 first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
 """
 
+import dataclasses
 import json
 import pathlib
 import sys
@@ -33,34 +39,38 @@ _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree holding layout/<source>/<search>/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "The run directory; default out/layout_<source>_<search>.")
-_EPOCHS = flags.DEFINE_integer("epochs", 30, "Training epochs, each --steps_per_epoch steps and then validation.")
+_RECIPE, _MODEL = experiments.LAYOUT_TRAINING, experiments.LAYOUT_MODEL
+_EPOCHS = flags.DEFINE_integer("epochs", _RECIPE["epochs"], "Epochs, each --steps_per_epoch steps, then validation.")
 _STEPS_PER_EPOCH = flags.DEFINE_integer(
-    "steps_per_epoch", 50, "Steps per epoch; 0 = one pass over every config chunk. Lists are sampled afresh from "
-    "as many passes over the chunks as an epoch needs, so a run on a handful of programs still sees enough pairs.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 4, "Config lists (graph chunks) per step, over all replicas.")
-_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 64, "Configs sampled per list: the list size k.")
-_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", 256,
+    "steps_per_epoch", _RECIPE["steps_per_epoch"], "Steps per epoch; 0 = one pass over every config chunk. Lists are "
+    "sampled afresh from as many passes over the chunks as an epoch needs, so a few programs still give enough pairs.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", _RECIPE["batch_size"], "Config lists per step, over all replicas.")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", _RECIPE["configs_per_graph"],
+                                          "Configs sampled per list: the list size k.")
+_CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", _MODEL.configs_per_chunk,
                                           "Configs per record chunk: bounds memory of training and scoring.")
-_LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam's peak learning rate.")
-_SCHEDULE = flags.DEFINE_enum("schedule", "cosine", ["constant", "cosine"],
+_LEARNING_RATE = flags.DEFINE_float("learning_rate", _RECIPE["learning_rate"], "Adam's peak learning rate.")
+_SCHEDULE = flags.DEFINE_enum("schedule", _RECIPE["learning_rate_schedule"], ["constant", "cosine"],
                               "Learning rate: constant, or linear warmup then cosine decay to 0 at the last step.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 100, "Warmup steps of the cosine schedule.")
-_LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "Weighted TF-Ranking losses over each list's pairs, e.g. "
+_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", _RECIPE["warmup_steps"], "Warmup steps of the cosine schedule.")
+_LOSS = flags.DEFINE_string("loss", _RECIPE["loss"], "Weighted TF-Ranking losses over each list, e.g. "
                             "'pairwise_hinge:1' (all pairs) or 'listmle:1'.")
-_BACKBONE = flags.DEFINE_enum("backbone", "residual_gcn", gnn.BACKBONES, "Message passing layers.")
-_UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
-_LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
+_BACKBONE = flags.DEFINE_enum("backbone", _MODEL.backbone, gnn.BACKBONES, "Message passing layers.")
+_UNITS = flags.DEFINE_integer("units", _MODEL.units, "Hidden width.")
+_LAYERS = flags.DEFINE_integer("layers", _MODEL.layers, "Message passing rounds.")
 _PRUNE_HOPS = flags.DEFINE_integer(
-    "prune_hops", 0, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning. 0 keeps nlp graphs cheap: "
-    "1 hop on the 21,918-op nlp test graph keeps 2,850 ops joined by 51k edges (85 s, 4 GB to score 1,001 configs).")
-_DEDUP = flags.DEFINE_bool("dedup", True, "Merge training configs with identical features.")
-_NORMALIZE = flags.DEFINE_bool("normalize", True, "Standardize log-scaled op features with training statistics.")
+    "prune_hops", _MODEL.prune_hops, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning. 0 keeps "
+    "nlp graphs cheap: 1 hop on the 21,918-op nlp test graph keeps 2,850 ops joined by 51k edges.")
+_DEDUP = flags.DEFINE_bool("dedup", _MODEL.dedup, "Merge training configs with identical features.")
+_NORMALIZE = flags.DEFINE_bool("normalize", _MODEL.normalize, "Standardize log-scaled op features with training "
+                               "statistics.")
 _SEGMENT_SIZE = flags.DEFINE_integer("segment_size", 0, "Graph Segment Training segment size in ops; 0 = off.")
-_GRAPH_NORM = flags.DEFINE_bool("graph_norm", True, "GraphNorm over a graph's ops after every message passing round.")
+_GRAPH_NORM = flags.DEFINE_bool("graph_norm", _MODEL.graph_norm, "GraphNorm over a graph's ops after every round.")
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
-    "cross_config_attention", False, "Attention over the configs of a list before scoring (scores then depend on "
-    "the list a config is scored in).")
-_PATIENCE = flags.DEFINE_integer("patience", 10, "Epochs without a better validation tau before stopping.")
+    "cross_config_attention", _MODEL.cross_config_attention, "Attention over the configs of a list before scoring "
+    "(scores then depend on the list a config is scored in).")
+_PATIENCE = flags.DEFINE_integer("patience", _RECIPE["patience"], "Epochs without a better validation tau before "
+                                 "stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
 
@@ -75,9 +85,9 @@ def main(argv):
               "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
               "learning_rate": _LEARNING_RATE.value, "learning_rate_schedule": _SCHEDULE.value,
               "warmup_steps": _WARMUP_STEPS.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
-              "eval_batch_size": 1, "seed": _SEED.value}
-  model = experiments.ModelSettings(
-      units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
+              "eval_batch_size": _RECIPE["eval_batch_size"], "seed": _SEED.value}
+  model = dataclasses.replace(
+      _MODEL, units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
       prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None, dedup=_DEDUP.value,
       normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
       graph_norm=_GRAPH_NORM.value, cross_config_attention=_CROSS_CONFIG_ATTENTION.value)

@@ -12,6 +12,7 @@ submission validated against the test files, rank one test graph through a Saved
 report.md with plots. Rerunning resumes finished work (converted shards, trained epochs).
 """
 
+import dataclasses
 import json
 import pathlib
 import sys
@@ -33,14 +34,14 @@ _MODE = flags.DEFINE_enum("mode", "default", ["default", "smallest"], "smallest:
 MODES = {
     "default": {"tile": ({"epochs": 20, "batch_size": 8, "configs_per_graph": 16, "patience": 8},
                          experiments.ModelSettings(units=64, layers=3)),
-                "layout": ({"epochs": 5, "batch_size": 4, "configs_per_graph": 16, "patience": 3,
-                            "loss": "pairwise_hinge:1"},
-                           experiments.ModelSettings(units=64, layers=3, backbone="residual_gcn", prune_hops=0,
-                                                     dedup=True, normalize=True, configs_per_chunk=64))},
+                # The layout recipe, shortened to fit four collections in a few minutes.
+                "layout": (dict(experiments.LAYOUT_TRAINING, epochs=4, warmup_steps=20), experiments.LAYOUT_MODEL)},
     "smallest": {"tile": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
                           experiments.ModelSettings(units=16, layers=1)),
-                 "layout": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
-                            experiments.ModelSettings(units=16, layers=1, prune_hops=0, configs_per_chunk=250))},
+                 "layout": (dict(experiments.LAYOUT_TRAINING, epochs=1, steps_per_epoch=4, configs_per_graph=8,
+                                 warmup_steps=0, patience=1),
+                            dataclasses.replace(experiments.LAYOUT_MODEL, units=16, layers=1, dedup=False,
+                                                normalize=False, configs_per_chunk=250))},
 }
 LAYOUT_EVAL_BATCH = 1  # a layout chunk already holds every op of the graph
 

@@ -55,6 +55,16 @@ def test_training_order_is_a_function_of_the_seed(records_root):
   assert draw(3) != draw(4)
 
 
+def test_repeated_passes_sample_fresh_configs_from_every_chunk(records_root):
+  directory = records_root / "layout/xla/default/valid"
+  elements = list(readers.training_dataset(directory, 16, seed=7, passes=3))
+  assert len(elements) == 15  # 5 chunks, 3 passes
+  samples = [tuple(sorted(g.node_sets["config"]["config_index"].numpy())) for g in elements]
+  assert len(set(samples)) == 15
+  chunk_of = lambda sample: sample[0] // 400
+  assert sorted(chunk_of(s) for s in samples) == sorted(list(range(5)) * 3)
+
+
 def test_missing_records_directory_says_what_to_do(tmp_path):
   with pytest.raises(FileNotFoundError, match="convert the npz files first"):
     readers.evaluation_dataset(tmp_path)

@@ -36,6 +36,23 @@ def _build(spec):
   return tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=1)
 
 
+def test_cosine_schedule_warms_up_then_decays_to_zero_at_the_last_step(records, tmp_path):
+  config = _config(records, tmp_path, epochs=4, steps_per_epoch=25, learning_rate_schedule="cosine",
+                   warmup_steps=10)
+  schedule = trainer.learning_rate(config)
+  rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
+  np.testing.assert_allclose(rates, [0.0, 1.5e-3, 3e-3, 1.5e-3, 0.0], atol=1e-9)
+  assert trainer.learning_rate(_config(records, tmp_path)) == 3e-3
+
+
+def test_fixed_steps_per_epoch_outlast_one_pass_over_the_chunks(records, tmp_path):
+  config = _config(records, tmp_path, epochs=2, steps_per_epoch=7)
+  assert trainer.epoch_steps(config) == 7 > trainer.steps_per_epoch(config.train_dir, config.batch_size)
+  batches = list(trainer.training_inputs(tasks.TileTask(), config, first_epoch=0))
+  assert len(batches) == 14
+  assert len({tuple(graph.node_sets["config"]["config_index"].numpy()) for graph, _ in batches}) == 14
+
+
 def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp_path):
   config = _config(records, tmp_path / "run", epochs=6, test_dir=str(records / "test"))
   result = trainer.run(tasks.TileTask(), _build, config)

@@ -36,6 +36,16 @@ class ModelSettings:
   configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK
 
 
+# The layout recipe: what baselines/layout_train.py trains with unless its flags say otherwise, and
+# what quickstart shortens. Chosen on config splits of real programs (benchmarks/real_layout.py):
+# fixed-length epochs sampling 64-config lists afresh, all-pairs hinge, warmup + cosine decay.
+LAYOUT_TRAINING = {"epochs": 20, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
+                   "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
+                   "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
+LAYOUT_MODEL = ModelSettings(units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True,
+                             configs_per_chunk=256)
+
+
 def collection_directory(data_root, collection: str) -> pathlib.Path:
   """<data_root>/tile/xla or <data_root>/layout/<source>/<search>."""
   return pathlib.Path(data_root, *collection.split(":"))

@@ -1,0 +1,237 @@
+"""Ranking real measured layout configs: the layout recipe against linear baselines, on real files.
+
+  python benchmarks/real_layout.py                      # the labelled layout files of the sample
+  python benchmarks/real_layout.py --files a.npz,b.npz --seeds 3 --previous_commit d1dd45b
+
+For every labelled real layout file and seed, the file's configs are split at random (train
+half, valid quarter, test quarter; tpu_graphs/data/config_split.py) and each ranker sees the
+train half, selects on the valid quarter and ranks the test quarter, whose runtimes it never
+sees (the test file holds zeros; predictions are scored here). Rankers:
+
+* the layout recipe: `baselines/layout_train.py` with its default flags, scored from the run's
+  predictions.csv (every test config, best first);
+* the previous default: the same program at --previous_commit (checked out into a temporary
+  directory), so the table shows what this turn changed;
+* ridge on one-hot config values: per value position, the share of configurable nodes taking
+  each value (no graph, no node identity);
+* the per-node-layout ridge: each configurable node's 18-value row as one category, one-hot per
+  (node, category) (tpu_graphs/train/ridge.py; only within one program).
+Ridge penalties are chosen on the valid quarter. The cross-program row trains on one file's
+train half (selecting on its valid quarter) and ranks every config of another file.
+
+Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
+plot beside it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from absl import app
+from absl import flags
+
+from tpu_graphs.data import config_split, graphs, layout_search, locations, npz
+from tpu_graphs.export import submission
+from tpu_graphs.train import metrics, ridge
+
+_FILES = flags.DEFINE_list("files", None, "Labelled layout npz files; default: every labelled layout file of the "
+                           "sample ($TPUGRAPHS_SAMPLE_DIR or ../shared/tpugraphs_sample).")
+_SEEDS = flags.DEFINE_integer("seeds", 3, "Config splits per file (seeds 0..n-1).")
+_PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "d1dd45b",
+                                       "Commit whose layout_train.py defaults are the 'previous default'; '' = skip.")
+_ACROSS = flags.DEFINE_list("across", ["unet3d", "unet_3d.4x4.bf16"],
+                            "Cross-program case: train on the first file's split, rank all configs of the second.")
+_TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
+_OUT = flags.DEFINE_string("out", str(locations.REPOSITORY / "benchmarks/results/real_layout.md"),
+                           "Markdown table to write; the plot goes beside it (.png).")
+_PENALTIES = (0.01, 0.1, 1.0, 10.0)
+
+
+def sample_root() -> pathlib.Path:
+  return pathlib.Path(os.environ.get("TPUGRAPHS_SAMPLE_DIR", locations.SAMPLE_NPZ.parent))
+
+
+def labelled_layout_files(root: pathlib.Path) -> list[pathlib.Path]:
+  """Layout npz files under `root` whose configs all carry measured runtimes."""
+  found = []
+  for path in sorted(root.rglob("*.npz")):
+    if "/layout/" in str(path) and npz.read_graph(path, stream_configs=True).config_runtime.min() > 0:
+      found.append(path)
+  return found
+
+
+def value_share_features(graph: graphs.LayoutGraph) -> np.ndarray:
+  """(c, 18 * 7): per value position, the share of configurable nodes whose value is -1, 0, .., 5."""
+  values = np.clip(np.rint(np.asarray(graph.node_config_feat)), -1, 5).astype(np.int64) + 1  # (c, nc, 18)
+  one_hot = np.eye(7)[values]  # (c, nc, 18, 7)
+  return one_hot.mean(axis=1).reshape(values.shape[0], -1)
+
+
+def per_node_features(graph: graphs.LayoutGraph) -> np.ndarray:
+  categories, counts = layout_search.node_layout_categories(graph.node_config_feat)
+  return ridge.per_node_layout_one_hot(categories, counts)
+
+
+def ridge_tau(features: np.ndarray, log_runtimes: np.ndarray, rows: dict[str, np.ndarray],
+              test_features=None, test_log_runtimes=None) -> float:
+  """Test tau of a ridge fit on rows['train'] with the penalty that ranks rows['valid'] best."""
+  def fit(penalty, target_features):
+    return ridge.ridge_predictions(features[rows["train"]], log_runtimes[rows["train"]], target_features, penalty)
+  best = max(_PENALTIES, key=lambda p: metrics.kendall_tau(log_runtimes[rows["valid"]],
+                                                           fit(p, features[rows["valid"]])))
+  if test_features is None:
+    test_features, test_log_runtimes = features[rows["test"]], log_runtimes[rows["test"]]
+  return metrics.kendall_tau(test_log_runtimes, fit(best, test_features))
+
+
+def predicted_scores(predictions_csv: pathlib.Path, num_configs: int) -> np.ndarray:
+  """(c,) rank of every config (0 = predicted fastest) from a run's single-graph predictions.csv."""
+  prediction, = submission.read_predictions(predictions_csv)
+  order = np.asarray(prediction.ranking)
+  if sorted(order.tolist()) != list(range(num_configs)):
+    raise ValueError(f"{predictions_csv}: does not rank all {num_configs} test configs")
+  scores = np.empty(num_configs)
+  scores[order] = np.arange(num_configs)
+  return scores
+
+
+def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: pathlib.Path, seed: int,
+                   extra_flags=()) -> tuple[np.ndarray, float]:
+  """Runs <program_dir>/baselines/layout_train.py on data_root; (test scores, seconds)."""
+  graph_dir = next(data_root.glob("layout/*/*"))
+  source, search = graph_dir.parent.name, graph_dir.name
+  command = [sys.executable, str(program_dir / "baselines/layout_train.py"), f"--source={source}",
+             f"--search={search}", f"--data_root={data_root}", f"--out_dir={run_dir}", f"--seed={seed}",
+             *extra_flags]
+  start = time.perf_counter()
+  result = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(program_dir)})
+  if result.returncode:
+    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+  test_file, = (graph_dir / "test").glob("*.npz")
+  num_configs = npz.read_graph(test_file, stream_configs=True).num_configs
+  return predicted_scores(run_dir / "predictions.csv", num_configs), time.perf_counter() - start
+
+
+def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
+  """The repository at `commit`, extracted with git archive into `into`."""
+  archive = subprocess.run(["git", "-C", str(locations.REPOSITORY), "archive", commit], capture_output=True,
+                           check=True).stdout
+  into.mkdir(parents=True)
+  subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+  return into
+
+
+def summary(values) -> str:
+  values = np.asarray(values, np.float64)
+  return f"{values.mean():.3f} ± {values.std():.3f}" if values.size > 1 else f"{values.mean():.3f}"
+
+
+def plot(rows: list[tuple[str, dict[str, list[float]]]], path: pathlib.Path) -> None:
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  rankers = list(rows[0][1])
+  figure, axis = plt.subplots(figsize=(2.2 + 1.6 * len(rows), 3.6))
+  width = 0.8 / len(rankers)
+  for i, ranker in enumerate(rankers):
+    means = [np.mean(r[ranker]) if r[ranker] else np.nan for _, r in rows]
+    errors = [np.std(r[ranker]) if r[ranker] else 0 for _, r in rows]
+    axis.bar(np.arange(len(rows)) + i * width, means, width, yerr=errors, label=ranker, capsize=2)
+  axis.set_xticks(np.arange(len(rows)) + width * (len(rankers) - 1) / 2, [name for name, _ in rows], fontsize=8)
+  axis.set_ylabel("test Kendall tau")
+  axis.axhline(0, color="black", linewidth=0.5)
+  axis.legend(fontsize=7, loc="upper left")
+  figure.tight_layout()
+  figure.savefig(path, dpi=110)
+
+
+def main(argv):
+  del argv
+  files = [pathlib.Path(f) for f in _FILES.value] if _FILES.value else labelled_layout_files(sample_root())
+  if not files:
+    sys.exit(f"real_layout: no labelled layout files (looked in {sample_root()}; set TPUGRAPHS_SAMPLE_DIR)")
+  repository = locations.REPOSITORY
+  rows: list[tuple[str, dict[str, list[float]]]] = []
+  seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
+  with tempfile.TemporaryDirectory() as scratch:
+    scratch = pathlib.Path(scratch)
+    previous = previous_checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
+    graphs_by_name = {}
+    for path in files:
+      graph = npz.read_graph(path)
+      graphs_by_name[graph.graph_id] = graph
+      log_runtimes = np.log(graph.runtimes())
+      taus = {"layout recipe (this turn)": [], "previous default": [], "ridge, one-hot config values": [],
+              "per-node-layout ridge": []}
+      for seed in range(_SEEDS.value):
+        root = scratch / f"{graph.graph_id}_{seed}"
+        split = config_split.write_config_split(graph, root / "npz", seed)
+        test_runtimes = graph.config_runtime[split["test"]]
+        scores, took = train_and_rank(repository, root / "npz", root / "recipe", seed, _TRAIN_FLAGS.value)
+        taus["layout recipe (this turn)"].append(metrics.kendall_tau(test_runtimes, scores))
+        seconds["recipe"].append(took)
+        if previous:
+          scores, took = train_and_rank(previous, root / "npz", root / "previous", seed)
+          taus["previous default"].append(metrics.kendall_tau(test_runtimes, scores))
+          seconds["previous"].append(took)
+        taus["ridge, one-hot config values"].append(ridge_tau(value_share_features(graph), log_runtimes, split))
+        taus["per-node-layout ridge"].append(ridge_tau(per_node_features(graph), log_runtimes, split))
+        print(json.dumps({"file": graph.graph_id, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}}),
+              flush=True)
+      rows.append((f"{graph.graph_id} ({graph.num_configs} configs)", taus))
+    if len(_ACROSS.value) == 2 and all(name in graphs_by_name for name in _ACROSS.value):
+      source, target = (graphs_by_name[name] for name in _ACROSS.value)
+      taus = {"layout recipe (this turn)": [], "previous default": [], "ridge, one-hot config values": [],
+              "per-node-layout ridge": []}
+      for seed in range(_SEEDS.value):
+        root = scratch / f"across_{seed}"
+        split = config_split.write_config_split(source, root / "npz", seed)
+        test_dir = root / "npz" / pathlib.Path(*source.collection.split(":")) / "test"
+        (test_dir / f"{source.graph_id}.npz").unlink()
+        npz.write_graph(test_dir / f"{target.graph_id}.npz", config_split.select_configs(
+            target, np.arange(target.num_configs), "test", hide_runtimes=True))
+        scores, _ = train_and_rank(repository, root / "npz", root / "recipe", seed, _TRAIN_FLAGS.value)
+        taus["layout recipe (this turn)"].append(metrics.kendall_tau(target.config_runtime, scores))
+        if previous:
+          scores, _ = train_and_rank(previous, root / "npz", root / "previous", seed)
+          taus["previous default"].append(metrics.kendall_tau(target.config_runtime, scores))
+        taus["ridge, one-hot config values"].append(ridge_tau(
+            value_share_features(source), np.log(source.runtimes()), split, value_share_features(target),
+            np.log(target.runtimes())))
+        print(json.dumps({"across": _ACROSS.value, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}}),
+              flush=True)
+      rows.append((f"{source.graph_id} → {target.graph_id} (all {target.num_configs})", taus))
+
+  rankers = list(rows[0][1])
+  memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+  lines = [f"Real layout ranking (`benchmarks/real_layout.py`), {datetime.date.today()}, on {platform.system()} "
+           f"{platform.machine()}, {os.cpu_count()} cores, {memory_gib:.0f} GiB, Python {platform.python_version()}.",
+           f"Command: `python benchmarks/real_layout.py {' '.join(sys.argv[1:])}`".rstrip(),
+           f"Test-quarter Kendall tau, mean ± sd over {_SEEDS.value} config splits (train half / valid quarter / "
+           "test quarter); recipe runs took "
+           f"{summary(seconds['recipe'])} s each" + (f", previous default {summary(seconds['previous'])} s."
+                                                    if seconds["previous"] else "."), "",
+           "| file | " + " | ".join(rankers) + " |", "|---|" + "---:|" * len(rankers)]
+  for name, taus in rows:
+    lines.append(f"| {name} | " + " | ".join(summary(taus[r]) if taus[r] else "n/a" for r in rankers) + " |")
+  table = "\n".join(lines) + "\n"
+  out = pathlib.Path(_OUT.value)
+  out.parent.mkdir(parents=True, exist_ok=True)
+  with npz.atomic_path(out) as temporary:
+    temporary.write_text(table)
+  plot(rows, out.with_suffix(".png"))
+  print(table)
+
+
+if __name__ == "__main__":
+  app.run(main)
