@@ -30,7 +30,7 @@ from absl import flags
 from tpu_graphs import programs
 from tpu_graphs.data import graphs, locations
 from tpu_graphs.export import saved_model
-from tpu_graphs.models import gnn
+from tpu_graphs.models import gnn, layout_model
 from tpu_graphs.train import experiments, strategies
 
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
@@ -69,6 +69,13 @@ _GRAPH_NORM = flags.DEFINE_bool("graph_norm", _MODEL.graph_norm, "GraphNorm over
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
     "cross_config_attention", _MODEL.cross_config_attention, "Attention over the configs of a list before scoring "
     "(scores then depend on the list a config is scored in).")
+_CONFIG_ENCODINGS = flags.DEFINE_list(
+    "config_encodings", list(_MODEL.config_encodings),
+    "What the model reads of each config's layouts, any of: categories (embedded layout values, else raw numbers), "
+    "costs (layout changes, minor dimension sizes, (8, 128) padding waste), copies (producer/consumer layout "
+    "changes); empty = raw layout values only.")
+flags.register_validator("config_encodings", lambda names: set(names) <= set(layout_model.CONFIG_ENCODINGS),
+                         f"config encodings must be among {', '.join(layout_model.CONFIG_ENCODINGS)}")
 _PATIENCE = flags.DEFINE_integer("patience", _RECIPE["patience"], "Epochs without a better validation tau before "
                                  "stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
@@ -90,7 +97,8 @@ def main(argv):
       _MODEL, units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
       prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None, dedup=_DEDUP.value,
       normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
-      graph_norm=_GRAPH_NORM.value, cross_config_attention=_CROSS_CONFIG_ATTENTION.value)
+      graph_norm=_GRAPH_NORM.value, cross_config_attention=_CROSS_CONFIG_ATTENTION.value,
+      config_encodings=tuple(_CONFIG_ENCODINGS.value))
   try:
     result = experiments.train_collection(collection, _DATA_ROOT.value, out_dir, training, model,
                                           records_dir=_RECORDS_DIR.value, strategy=strategy,

@@ -16,7 +16,9 @@ sees (the test file holds zeros; predictions are scored here). Rankers:
   each value (no graph, no node identity);
 * the per-node-layout ridge: each configurable node's 18-value row as one category, one-hot per
   (node, category) (tpu_graphs/train/ridge.py; only within one program).
-Ridge penalties are chosen on the valid quarter. The cross-program row trains on one file's
+With --ablation the recipe also runs with fewer config encodings (raw layout values; categories;
+categories and costs), so each encoding's share shows. Ridge penalties are chosen on the valid
+quarter. The cross-program row trains on one file's
 train half (selecting on its valid quarter) and ranks every config of another file.
 
 Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
@@ -51,9 +53,15 @@ _PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "d1dd45b",
 _ACROSS = flags.DEFINE_list("across", ["unet3d", "unet_3d.4x4.bf16"],
                             "Cross-program case: train on the first file's split, rank all configs of the second.")
 _TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
+_ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
+                               "values; categories; categories and costs) to measure each encoding.")
 _OUT = flags.DEFINE_string("out", str(locations.REPOSITORY / "benchmarks/results/real_layout.md"),
                            "Markdown table to write; the plot goes beside it (.png).")
 _PENALTIES = (0.01, 0.1, 1.0, 10.0)
+RECIPE = "layout recipe (this turn)"
+# Recipe variants of the ablation: (column, layout_train.py flags).
+ABLATION = (("raw layout values", ["--config_encodings="]), ("+ categories", ["--config_encodings=categories"]),
+            ("+ costs", ["--config_encodings=categories,costs"]))
 
 
 def sample_root() -> pathlib.Path:
@@ -131,6 +139,13 @@ def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
   return into
 
 
+def empty_table(variants) -> dict[str, list[float]]:
+  """{ranker: []} in column order: the previous default, the ablation, the recipe, the ridges."""
+  names = [name for name, _ in variants]
+  return {name: [] for name in ["previous default", *names[1:], names[0], "ridge, one-hot config values",
+                                "per-node-layout ridge"]}
+
+
 def summary(values) -> str:
   values = np.asarray(values, np.float64)
   return f"{values.mean():.3f} ± {values.std():.3f}" if values.size > 1 else f"{values.mean():.3f}"
@@ -161,6 +176,7 @@ def main(argv):
   if not files:
     sys.exit(f"real_layout: no labelled layout files (looked in {sample_root()}; set TPUGRAPHS_SAMPLE_DIR)")
   repository = locations.REPOSITORY
+  variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
   rows: list[tuple[str, dict[str, list[float]]]] = []
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
   with tempfile.TemporaryDirectory() as scratch:
@@ -171,15 +187,17 @@ def main(argv):
       graph = npz.read_graph(path)
       graphs_by_name[graph.graph_id] = graph
       log_runtimes = np.log(graph.runtimes())
-      taus = {"layout recipe (this turn)": [], "previous default": [], "ridge, one-hot config values": [],
-              "per-node-layout ridge": []}
+      taus = empty_table(variants)
       for seed in range(_SEEDS.value):
         root = scratch / f"{graph.graph_id}_{seed}"
         split = config_split.write_config_split(graph, root / "npz", seed)
         test_runtimes = graph.config_runtime[split["test"]]
-        scores, took = train_and_rank(repository, root / "npz", root / "recipe", seed, _TRAIN_FLAGS.value)
-        taus["layout recipe (this turn)"].append(metrics.kendall_tau(test_runtimes, scores))
-        seconds["recipe"].append(took)
+        for i, (name, variant_flags) in enumerate(variants):
+          scores, took = train_and_rank(repository, root / "npz", root / f"recipe{i}", seed,
+                                        _TRAIN_FLAGS.value + variant_flags)
+          taus[name].append(metrics.kendall_tau(test_runtimes, scores))
+          if name == RECIPE:
+            seconds["recipe"].append(took)
         if previous:
           scores, took = train_and_rank(previous, root / "npz", root / "previous", seed)
           taus["previous default"].append(metrics.kendall_tau(test_runtimes, scores))
@@ -191,8 +209,7 @@ def main(argv):
       rows.append((f"{graph.graph_id} ({graph.num_configs} configs)", taus))
     if len(_ACROSS.value) == 2 and all(name in graphs_by_name for name in _ACROSS.value):
       source, target = (graphs_by_name[name] for name in _ACROSS.value)
-      taus = {"layout recipe (this turn)": [], "previous default": [], "ridge, one-hot config values": [],
-              "per-node-layout ridge": []}
+      taus = empty_table(variants)
       for seed in range(_SEEDS.value):
         root = scratch / f"across_{seed}"
         split = config_split.write_config_split(source, root / "npz", seed)
@@ -200,8 +217,10 @@ def main(argv):
         (test_dir / f"{source.graph_id}.npz").unlink()
         npz.write_graph(test_dir / f"{target.graph_id}.npz", config_split.select_configs(
             target, np.arange(target.num_configs), "test", hide_runtimes=True))
-        scores, _ = train_and_rank(repository, root / "npz", root / "recipe", seed, _TRAIN_FLAGS.value)
-        taus["layout recipe (this turn)"].append(metrics.kendall_tau(target.config_runtime, scores))
+        for i, (name, variant_flags) in enumerate(variants):
+          scores, _ = train_and_rank(repository, root / "npz", root / f"recipe{i}", seed,
+                                     _TRAIN_FLAGS.value + variant_flags)
+          taus[name].append(metrics.kendall_tau(target.config_runtime, scores))
         if previous:
           scores, _ = train_and_rank(previous, root / "npz", root / "previous", seed)
           taus["previous default"].append(metrics.kendall_tau(target.config_runtime, scores))

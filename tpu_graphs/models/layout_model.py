@@ -27,7 +27,7 @@ is per graph, not per chunk of configs, so the task does it as records are read
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -113,38 +113,56 @@ class LayoutEmbedding(tf.keras.layers.Layer):
     return {**super().get_config(), "dim": self.dim}
 
 
+# What the encoder tells the GNN about a config's layouts, each measured in benchmarks/real_layout.py:
+# "categories": layout values (and each op's default layout) as embedded categories, else as raw
+# numbers; "costs": layout_features.config_cost_features of each configurable op; "copies":
+# producer/consumer layout changes along `feeds` (edge_copy_counts).
+CONFIG_ENCODINGS = ("categories", "costs", "copies")
+
+
 class LayoutEncoder(tf.keras.layers.Layer):
   """Initial op states (n, k, units) from the op (opcode, normalized features, default layout) and
-  each config's layout on it (categories, cost features, copies along edges)."""
+  each config's layout on it, encoded as `encodings` (a subset of CONFIG_ENCODINGS) say."""
 
-  def __init__(self, units: int, feature_mean=None, feature_deviation=None, layout_dim: int = 8, **kwargs):
+  def __init__(self, units: int, feature_mean=None, feature_deviation=None, layout_dim: int = 8,
+               encodings: Sequence[str] = CONFIG_ENCODINGS, **kwargs):
     super().__init__(**kwargs)
-    self.units, self.layout_dim = units, layout_dim
+    unknown = set(encodings) - set(CONFIG_ENCODINGS)
+    if unknown:
+      raise ValueError(f"unknown config encodings {sorted(unknown)}; known: {CONFIG_ENCODINGS}")
+    self.units, self.layout_dim, self.encodings = units, layout_dim, tuple(encodings)
     self._op_encoder = gnn.OpEncoder(units, feature_scaling=layout_preprocessing.OpFeatureNormalization(
         feature_mean, feature_deviation))
-    self._layouts = LayoutEmbedding(layout_dim)
+    self._layouts = LayoutEmbedding(layout_dim) if "categories" in self.encodings else None
     self._default = tf.keras.layers.Dense(units, activation="relu")
     self._configs = tf.keras.layers.Dense(units, activation="relu")
     self._joined = tf.keras.layers.Dense(units, activation="relu")
 
+  def _encoded_layouts(self, values: tf.Tensor) -> tf.Tensor:
+    """(..., w) layout values -> embedded categories, or the values themselves as floats."""
+    return self._layouts(values) if self._layouts is not None else tf.cast(values, tf.float32)
+
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
     op_feat = graph.node_sets["op"]["feat"]
     default_layout = layout_features.default_layouts(op_feat)  # (n, 6)
-    op_states = self._default(tf.concat([self._op_encoder(graph), self._layouts(default_layout)], axis=-1))
+    op_states = self._default(tf.concat([self._op_encoder(graph), self._encoded_layouts(default_layout)], axis=-1))
     rows = graph.node_sets["node_config"]["feat"]  # (N, 18)
-    op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
-    costs = layout_features.config_cost_features(
-        rows, tf.gather(op_feat[:, layout_features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of))
-    config_states = scatter_to_op_slots(graph, self._configs(tf.concat([self._layouts(rows), costs], axis=-1)))
+    row_inputs = [self._encoded_layouts(rows)]
+    if "costs" in self.encodings:
+      op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
+      row_inputs.append(layout_features.config_cost_features(
+          rows, tf.gather(op_feat[:, layout_features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of)))
+    config_states = scatter_to_op_slots(graph, self._configs(tf.concat(row_inputs, axis=-1)))
     values, configured = op_config_values(graph)
-    copies = edge_copy_counts(graph, values, configured, default_layout)
-    repeated = tf.repeat(op_states[:, tf.newaxis, :], tf.shape(config_states)[1], axis=1)
-    states = self._joined(tf.concat([repeated, config_states, copies,
-                                     tf.cast(configured, tf.float32)[..., tf.newaxis]], axis=-1))
-    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: states}})
+    joined = [tf.repeat(op_states[:, tf.newaxis, :], tf.shape(config_states)[1], axis=1), config_states,
+              tf.cast(configured, tf.float32)[..., tf.newaxis]]
+    if "copies" in self.encodings:
+      joined.append(edge_copy_counts(graph, values, configured, default_layout))
+    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: self._joined(tf.concat(joined, axis=-1))}})
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units, "layout_dim": self.layout_dim}
+    return {**super().get_config(), "units": self.units, "layout_dim": self.layout_dim,
+            "encodings": list(self.encodings)}
 
 
 class GraphNorm(tf.keras.layers.Layer):
@@ -240,7 +258,8 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
                        num_layers: int = 3,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
                        segment_size: Optional[int] = None, graph_norm: bool = True,
-                       cross_config_attention: bool = False) -> tf.keras.Model:
+                       cross_config_attention: bool = False,
+                       config_encodings: Sequence[str] = CONFIG_ENCODINGS) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
 
   Args:
@@ -253,11 +272,12 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     segment_size: if set, Graph Segment Training with segments of this many ops.
     graph_norm: GraphNorm after every round of message passing.
     cross_config_attention: attention over the configs of a list before scoring.
+    config_encodings: what the encoder tells the GNN about layouts, a subset of CONFIG_ENCODINGS.
   """
   inputs = tf.keras.layers.Input(type_spec=graph_spec)
   graph = gnn.AddReversedEdges()(inputs)
   mean, deviation = feature_statistics if feature_statistics is not None else (None, None)
-  graph = LayoutEncoder(units, mean, deviation)(graph)
+  graph = LayoutEncoder(units, mean, deviation, encodings=config_encodings)(graph)
   if segment_size is not None:
     mask = SegmentSampler(segment_size)(graph)
     stop = SegmentGradientStop()

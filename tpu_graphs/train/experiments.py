@@ -33,13 +33,14 @@ class ModelSettings:
   segment_size: Optional[int] = None  # layout: Graph Segment Training
   graph_norm: bool = True  # layout: GraphNorm after every round of message passing
   cross_config_attention: bool = False  # layout: attention over the configs of a list
+  config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # layout: what the encoder reads of layouts
   configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK
 
 
 # The layout recipe: what baselines/layout_train.py trains with unless its flags say otherwise, and
 # what quickstart shortens. Chosen on config splits of real programs (benchmarks/real_layout.py):
 # fixed-length epochs sampling 64-config lists afresh, all-pairs hinge, warmup + cosine decay.
-LAYOUT_TRAINING = {"epochs": 20, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
+LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
                    "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                    "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
 LAYOUT_MODEL = ModelSettings(units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True,
@@ -81,7 +82,7 @@ def model_builder(collection: str, model: ModelSettings, train_npz_dir) -> Calla
   return lambda spec: layout_model.build_layout_model(
       spec, model.backbone, model.units, model.layers, feature_statistics=statistics,
       segment_size=model.segment_size, graph_norm=model.graph_norm,
-      cross_config_attention=model.cross_config_attention)
+      cross_config_attention=model.cross_config_attention, config_encodings=model.config_encodings)
 
 
 def train_collection(collection: str, data_root, out_dir, training: dict, model: ModelSettings = ModelSettings(),
