@@ -26,6 +26,7 @@ import dataclasses
 import json
 import pathlib
 import shutil
+import weakref
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -159,22 +160,34 @@ def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
   return inputs.map(lambda graph: (graph, task.labels(graph, config.configs_per_graph))).prefetch(2)
 
 
+# scorer -> {task: its traced scoring function}: validation runs every epoch and tracing a layout
+# model takes seconds, so each scorer and task is traced once, on a fully relaxed batch spec.
+_SCORING_FUNCTIONS: "weakref.WeakKeyDictionary[tf.keras.Model, dict]" = weakref.WeakKeyDictionary()
+
+
+def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.GraphTensorSpec) -> Callable:
+  """graph -> (graph keys, config indices, runtimes, scores) of every config of a merged batch."""
+  functions = _SCORING_FUNCTIONS.setdefault(scorer, {})
+  if task not in functions:
+    @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
+    def score(graph):
+      configs = graph.node_sets["config"]
+      keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
+      return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
+              scorer(graph))
+    functions[task] = score
+  return functions[task]
+
+
 def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
   """Scores every config of every graph: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
 
   Arrays are ordered by config index, i.e. as rows of the graph's npz file.
   """
-
-  @tf.function(reduce_retracing=True)
-  def score(graph):
-    configs = graph.node_sets["config"]
-    keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
-    return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
-            scorer(graph))
-
-  parts: dict[str, list] = {}
   batches = _merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
                             drop_remainder=False)
+  score = _scoring_function(task, scorer, batches.element_spec)
+  parts: dict[str, list] = {}
   for graph in batches:
     keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
     for key in dict.fromkeys(keys):  # graphs in order of appearance
