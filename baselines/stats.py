@@ -1,31 +1,74 @@
-"""Prints the statistics table (graphs, nodes, edges, configs, nc/n per collection and split).
+"""Prints what a TpuGraphs npz tree holds, then how its layout configs search the layout space.
 
   python baselines/stats.py --data_dir data/generated/npz
   python baselines/stats.py --data_dir ../shared/tpugraphs_sample/npz
 
+The first table: graphs, nodes, edges, configs and nc/n per collection and split. The second, per
+layout collection and split, medians over files of: distinct layouts a configurable node takes
+and how often it takes its most common one (means over the file's nodes,
+tpu_graphs/data/layout_search.py), the runtime spread (slowest / fastest config), and the
+within-program per-node-layout ridge tau (half of a file's configs ranks the other half,
+tpu_graphs/train/ridge.py). Spread and tau need runtimes, so unlabelled (test) splits show '-'.
 Every file is validated on the way (config features are streamed, not loaded).
 """
 
+import pathlib
 import sys
+from typing import Optional
 
+import numpy as np
 from absl import flags
 
 from tpu_graphs import programs
 from tpu_graphs.data import graphs
+from tpu_graphs.data import layout_search
+from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.train import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
+_LAYOUT_SEARCH_HEADER = ("collection", "split", "graphs", "distinct layouts per node", "modal fraction",
+                         "runtime spread (max/min)", "per-node layout ridge tau")
+
+
+def layout_search_table(root: pathlib.Path, order: list[tuple[str, Optional[str]]]) -> str:
+  """The layout-search table of every layout file below `root`, rows in `order` (collection, split)."""
+  per_split = {}
+  for path in sorted(root.rglob("*.npz")):
+    graph = npz.read_graph(path, stream_configs=True)
+    if isinstance(graph, graphs.LayoutGraph):
+      found = layout_search.layout_search_statistics(graph)
+      tau = None if found.runtime_spread is None else ridge.per_node_layout_ridge_tau(graph)
+      per_split.setdefault((graph.collection, graph.split), []).append(
+          (found.distinct_layouts, found.modal_fraction, found.runtime_spread, tau))
+  rows = []
+  for key in (key for key in order if key in per_split):
+    columns = list(zip(*per_split[key]))
+    cells = [median(columns[0], "{:.1f}"), median(columns[1], "{:.2f}"), median(columns[2], "{:.2f}x"),
+             median(columns[3], "{:.2f}")]
+    rows.append((key[0], key[1] or "-", str(len(per_split[key])), *cells))
+  return statistics.markdown_table(_LAYOUT_SEARCH_HEADER, rows)
+
+
+def median(values, template: str) -> str:
+  """The median of `values` formatted, or '-' when any is missing (an unlabelled file)."""
+  return "-" if None in values else template.format(float(np.median(values)))
 
 
 def main(argv):
   del argv
+  root = pathlib.Path(_DATA_DIR.value)
   try:
-    rows = statistics.directory_statistics(_DATA_DIR.value)
+    rows = statistics.directory_statistics(root)
+    if not rows:
+      sys.exit(f"stats: no .npz files under {root}")
+    print(statistics.format_table(rows))
+    order = [(row.collection, row.split) for row in rows if graphs.collection_kind(row.collection) == "layout"]
+    if order:
+      print()
+      print(layout_search_table(root, order))
   except graphs.GraphFileError as error:
     sys.exit(f"stats: invalid file {error}")
-  if not rows:
-    sys.exit(f"stats: no .npz files under {_DATA_DIR.value}")
-  print(statistics.format_table(rows))
 
 
 if __name__ == "__main__":

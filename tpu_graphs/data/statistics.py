@@ -91,16 +91,21 @@ _HEADER = ("collection", "split", "graphs", "nodes min/median/max", "edges media
 
 
 def format_table(rows: Sequence[SplitStatistics]) -> str:
-  """A Markdown table with padded columns, so it also reads well in a terminal."""
-  cells = [_HEADER] + [(
+  """The rows as a Markdown table (see markdown_table)."""
+  return markdown_table(_HEADER, [(
       row.collection, row.split or "-", str(row.graphs),
       f"{row.nodes_min}/{_number(row.nodes_median)}/{row.nodes_max}",
       f"{_number(row.edges_median)}/{row.edges_max}",
       f"{_number(row.configs_median)}/{row.configs_max}",
       str(row.configs_total),
       "-" if row.configurable_fraction_median is None else f"{row.configurable_fraction_median:.1%}",
-      format_bytes(row.bytes_total)) for row in rows]
-  widths = [max(len(line[column]) for line in cells) for column in range(len(_HEADER))]
+      format_bytes(row.bytes_total)) for row in rows])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+  """A Markdown table with padded columns, so it also reads well in a terminal."""
+  cells = [tuple(header)] + [tuple(row) for row in rows]
+  widths = [max(len(line[column]) for line in cells) for column in range(len(header))]
   lines = ["| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |"
            for line in cells]
   lines.insert(1, "|" + "|".join("-" * (width + 2) for width in widths) + "|")

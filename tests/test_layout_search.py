@@ -1,0 +1,89 @@
+"""Layout-search statistics: layouts per configurable node, modal fraction, runtime spread."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import sample_data
+from tpu_graphs.data import graphs
+from tpu_graphs.data import layout_search
+from tpu_graphs.data import npz
+
+
+def _rows(*layouts):
+  """(c, 1, 18) features of one node whose result tensor takes the given minor-to-major orders."""
+  feat = np.full((len(layouts), 1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH), -1.0, np.float32)
+  for i, layout in enumerate(layouts):
+    feat[i, 0, :len(layout)] = layout
+  return feat
+
+
+def _layout_graph(node_config_feat: np.ndarray, runtimes) -> graphs.LayoutGraph:
+  c, nc, _ = node_config_feat.shape
+  arrays = {
+      "node_feat": np.zeros((nc, graphs.NODE_FEATURE_WIDTH), np.float32),
+      "node_opcode": np.ones(nc, np.uint8),
+      "edge_index": np.zeros((0, 2), np.int64),
+      "node_config_ids": np.arange(nc, dtype=np.int64),
+      "node_config_feat": node_config_feat,
+      "config_runtime": np.asarray(runtimes, np.int64),
+      "node_splits": np.array([[0]], np.int64),
+  }
+  return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
+
+
+def test_each_distinct_row_of_a_node_is_one_category():
+  two_nodes = np.concatenate([_rows((1, 0), (0, 1), (1, 0), (1, 0)), _rows((2, 1, 0), (2, 1, 0), (2, 1, 0), (1, 2, 0))],
+                             axis=1)
+  categories, counts = layout_search.node_layout_categories(two_nodes)
+  assert counts.tolist() == [2, 2]
+  assert (categories[:, 0] == categories[0, 0]).tolist() == [True, False, True, True]
+  assert (categories[:, 1] == categories[0, 1]).tolist() == [True, True, True, False]
+
+
+def test_rows_differing_only_in_an_unset_dim_are_different_layouts():
+  _, counts = layout_search.node_layout_categories(_rows((1, 0), (1,), (1, 0, 2)))
+  assert counts.tolist() == [3]
+
+
+def test_streamed_features_give_the_same_categories(tmp_path):
+  rng = np.random.default_rng(0)
+  feat = rng.integers(-1, 4, size=(2500, 3, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)).astype(np.float32)
+  path = tmp_path / "npz" / "layout" / "xla" / "random" / "train" / "g.npz"
+  npz.write_graph(path, _layout_graph(feat, np.arange(1, 2501)))
+  streamed = npz.read_graph(path, stream_configs=True).node_config_feat
+  assert hasattr(streamed, "iter_chunks")
+  in_memory = layout_search.node_layout_categories(feat)
+  from_disk = layout_search.node_layout_categories(streamed)
+  assert all((a == b).all() for a, b in zip(in_memory, from_disk))
+
+
+def test_values_that_are_no_layout_dim_are_rejected():
+  with pytest.raises(ValueError, match="dims in"):
+    layout_search.node_layout_keys(_rows((64, 0)))
+
+
+def test_file_statistics_are_means_over_nodes_and_the_runtime_spread():
+  two_nodes = np.concatenate([_rows((1, 0), (1, 0), (1, 0), (0, 1)), _rows((1, 0), (0, 1), (1, 0), (0, 1))], axis=1)
+  found = layout_search.layout_search_statistics(_layout_graph(two_nodes, [10, 20, 30, 25]))
+  assert found.distinct_layouts == 2.0
+  assert found.modal_fraction == pytest.approx((0.75 + 0.5) / 2)
+  assert found.runtime_spread == pytest.approx(3.0)
+
+
+def test_unlabelled_files_have_no_runtime_spread():
+  found = layout_search.layout_search_statistics(_layout_graph(_rows((1, 0), (0, 1)), [0, 0]))
+  assert found.runtime_spread is None and found.distinct_layouts == 2.0
+
+
+def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_of_the_time():
+  path = sample_data.require_sample("npz/layout/xla/default/train/unet3d.npz")
+  found = layout_search.layout_search_statistics(npz.read_graph(path, stream_configs=True))
+  assert found.distinct_layouts == pytest.approx(5.18, abs=0.01)
+  assert found.modal_fraction == pytest.approx(0.659, abs=0.001)
+  assert found.runtime_spread == pytest.approx(3.05, abs=0.01)
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

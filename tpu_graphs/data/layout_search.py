@@ -1,0 +1,96 @@
+"""How a layout file's configs search the layout space, seen one configurable node at a time.
+
+XLA's layout autotuner, which made the real layout collections, offers each configurable op a few
+candidate layouts (the compiler's default and a handful of alternatives) and its 'default' search
+stays near the default while its 'random' search draws among the candidates. Whether a dataset
+(generated or real) searches that way shows in a few numbers per file:
+
+* distinct layouts: how many different 18-value `node_config_feat` rows a configurable node takes
+  over the file's configs (a row, all of the node's tensor layouts, is one layout choice);
+* modal fraction: the share of configs in which a node takes its most common row;
+* runtime spread: the slowest config's runtime over the fastest's.
+
+A file's distinct layouts and modal fraction are means over its configurable nodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from tpu_graphs.data import graphs
+
+_CHUNK_CONFIGS = 1000
+_BITS_PER_VALUE = 6  # a config value is a dim in [0, 62] or -1, stored as value + 1
+_VALUES_PER_KEY = 64 // _BITS_PER_VALUE
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutSearchStatistics:
+  """One layout file's search, see the module docstring; runtime_spread is None when unlabelled."""
+
+  distinct_layouts: float
+  modal_fraction: float
+  runtime_spread: Optional[float]
+
+
+def node_layout_keys(node_config_feat) -> np.ndarray:
+  """(c, nc, k) uint64: the rows of `node_config_feat` packed exactly, k = ceil(18 / 10) = 2.
+
+  `node_config_feat` (c, nc, 18) may be an array or a streamed one (read in chunks), so a file's
+  layouts are counted without holding its float features; equal rows give equal keys.
+
+  Raises:
+    ValueError: for a value outside [-1, 62], which is no dim of a layout.
+  """
+  chunks = (node_config_feat.iter_chunks(_CHUNK_CONFIGS) if hasattr(node_config_feat, "iter_chunks")
+            else [np.asarray(node_config_feat)])
+  keys = []
+  for chunk in chunks:
+    values = np.rint(chunk).astype(np.int64) + 1
+    if values.size and (values.min() < 0 or values.max() >= 2**_BITS_PER_VALUE):
+      raise ValueError(f"layout config values must be dims in [-1, {2**_BITS_PER_VALUE - 2}]; got "
+                       f"{chunk.min()} to {chunk.max()}")
+    shifts = (np.arange(values.shape[2]) % _VALUES_PER_KEY * _BITS_PER_VALUE).astype(np.uint64)
+    shifted = values.astype(np.uint64) << shifts
+    groups = np.arange(values.shape[2]) // _VALUES_PER_KEY
+    keys.append(np.stack([np.bitwise_or.reduce(shifted[:, :, groups == g], axis=2)
+                          for g in range(groups.max() + 1)], axis=2))
+  return np.concatenate(keys, axis=0)
+
+
+def node_layout_categories(node_config_feat) -> tuple[np.ndarray, np.ndarray]:
+  """Each configurable node's rows numbered as categories.
+
+  Returns:
+    categories: (c, nc) int64, the category of node j in config i, in [0, counts[j]).
+    counts: (nc,) int64, the number of distinct rows (layouts) node j takes.
+  """
+  keys = node_layout_keys(node_config_feat)
+  categories = np.zeros(keys.shape[:2], np.int64)
+  counts = np.zeros(keys.shape[1], np.int64)
+  for node in range(keys.shape[1]):
+    distinct, inverse = np.unique(keys[:, node], axis=0, return_inverse=True)
+    categories[:, node], counts[node] = inverse.reshape(-1), len(distinct)
+  return categories, counts
+
+
+def modal_fractions(categories: np.ndarray) -> np.ndarray:
+  """(nc,) float64: per node, the share of configs taking its most common category.
+
+  Args:
+    categories: (c, nc) int64 from node_layout_categories.
+  """
+  return np.asarray([np.bincount(column).max() / len(column) for column in categories.T], np.float64)
+
+
+def layout_search_statistics(graph: graphs.LayoutGraph) -> LayoutSearchStatistics:
+  """The file's distinct layouts and modal fraction (means over nodes) and runtime spread."""
+  categories, counts = node_layout_categories(graph.node_config_feat)
+  runtimes = graph.runtimes()
+  labelled = runtimes.min() > 0
+  return LayoutSearchStatistics(
+      distinct_layouts=float(counts.mean()), modal_fraction=float(modal_fractions(categories).mean()),
+      runtime_spread=float(runtimes.max() / runtimes.min()) if labelled else None)
