@@ -20,12 +20,22 @@ def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
   assert cost_model.padded_elements([300], [0]) == 384
 
 
-def test_a_tensor_is_offered_its_default_and_one_alternative():
-  assert cost_model.candidate_layouts(1).tolist() == [[0]]
-  assert cost_model.candidate_layouts(3).tolist() == [[2, 1, 0], [1, 2, 0]]  # minor-most dims swapped
-  # A preferred layout (e.g. a feature dim minor-most) replaces the swap; the default stays first.
-  assert cost_model.candidate_layouts(4, (1, 3, 2, 0)).tolist() == [[3, 2, 1, 0], [1, 3, 2, 0]]
-  assert cost_model.candidate_layouts(2, (1, 0)).tolist() == [[1, 0], [0, 1]]
+def test_a_tensor_is_offered_its_default_and_at_most_one_alternative():
+  assert cost_model.candidate_layouts(3).tolist() == [[2, 1, 0]]
+  assert cost_model.candidate_layouts(3, (1, 2, 0)).tolist() == [[2, 1, 0], [1, 2, 0]]
+  assert cost_model.candidate_layouts(2, (1, 0)).tolist() == [[1, 0]]  # the default is no alternative
+
+
+def test_a_forward_convolution_keeps_its_output_layout_and_may_swap_its_operands():
+  def program(x, kernel):
+    return tf.nn.conv2d(x, kernel, strides=1, padding="SAME")
+  module = from_tensorflow.hlo_module(program, tf.TensorSpec([1, 8, 8, 16]), tf.TensorSpec([3, 3, 16, 32]))
+  nodes = featurize.module_features(module)
+  convolution = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "convolution"]
+  model = cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), convolution)
+  result, activations, kernel = (model.variables[v].choices.tolist() for v in model.node_variables[0])
+  assert result == [[3, 2, 1, 0]]  # output features minor-most
+  assert activations == kernel == [[3, 2, 1, 0], [2, 3, 1, 0]]
 
 
 def _reshape_dot_program():

@@ -13,7 +13,9 @@ ranker must see the graph and the config to do well:
   Convolutions and dots run on a matrix unit (MXU_FLOPS) at half efficiency per tensor whose
   feature / contracting dimension is not minor-most; other ops run on the vector unit.
 * A layout change costs a copy: when a consumer wants an operand in a layout other than the one
-  its producer wrote, the tensor is read in one layout and written in the other.
+  its producer wrote, the tensor is read in one layout and written in the other. Configurable
+  ops want the layouts their config sets, layout-preserving ops their first operand's, other ops
+  that read data the default.
 * Layouts flow: an elementwise op whose operand has its shape inherits that operand's layout, so
   one configurable node's choice reaches (and is paid for by) the ops downstream of it.
 * Reshapes and transposes are free (bitcasts) when their layouts make memory order unchanged.
@@ -191,8 +193,8 @@ def _alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
     writes activations so; in the real unet3d only such convolutions' operands vary);
   * other tensors of a convolution or dot are offered their feature / contracting dim minor-most,
     or where it is minor-most already, the two minor-most dims swapped;
-  * a transpose's result and operand are offered the orders that make it a bitcast (with the
-    other at its default);
+  * a transpose's result and operand are offered the orders that make it a bitcast with the
+    other at its default (the swap where that order is the default: an identity transpose);
   * any other tensor of rank >= 2 is offered its two minor-most dims swapped.
   So an op with up to three tensors has 2 to 8 candidates.
   """
@@ -207,8 +209,9 @@ def _alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
   if instruction.opcode == "transpose" and len(tensors) == 2:
     permutation = list(instruction.dimensions)
     inverse = [permutation.index(d) for d in range(len(permutation))]
-    bitcasts = [tuple(inverse[d] for d in default_layout(ranks[0])), tuple(permutation[d] for d in default_layout(ranks[0]))]
-    return [swap if bitcast == default_layout(rank) else bitcast for swap, bitcast, rank in zip(swapped, bitcasts, ranks)]
+    default = default_layout(ranks[0])
+    bitcasts = [tuple(inverse[d] for d in default), tuple(permutation[d] for d in default)]
+    return [swap if bitcast == default else bitcast for swap, bitcast in zip(swapped, bitcasts)]
   return swapped
 
 
