@@ -1,14 +1,19 @@
 """Learnability of generated data: per collection, the test-split score of a random ranker, of a
-ridge regression on summed config features (no graph), and of the noiseless cost model.
+ridge regression on summed config features (no graph), of the within-program per-node-layout
+ridge (layout only), and of the noiseless cost model.
 
   python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0]
 
 Scores (tpu_graphs/train/metrics.py): layout, mean Kendall tau-b over graphs; tile, mean tile
 score = 1 - top-5 slowdown = 2 - best runtime in the predicted top 5 / best runtime (1 is
-perfect). The noiseless runtimes come from regenerating the test architectures (the bytes must match --data_dir, which is checked),
-so the cost-model row says how much the 1% measurement noise alone costs.
+perfect). The summed-features ridge is fit on the train split; the per-node-layout ridge
+(tpu_graphs/train/ridge.py) on half of each test graph's configs, ranking the other half. The
+noiseless runtimes come from regenerating the test architectures (the bytes must match
+--data_dir, which is checked), so the cost-model column says how much the 1% measurement noise
+alone costs.
 """
 
+import dataclasses
 import pathlib
 import sys
 import tempfile
@@ -21,6 +26,7 @@ from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.synth import generate
 from tpu_graphs.train import metrics
+from tpu_graphs.train import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
 _SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
@@ -42,13 +48,11 @@ def standardized(values: np.ndarray) -> np.ndarray:
   return (logs - logs.mean()) / (logs.std() + 1e-12)
 
 
-def fit_ridge(graph_list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def standardized_features(graph_list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """The config features of `graph_list` stacked and standardized: (features, mean, scale)."""
   x = np.concatenate([config_features(g) for g in graph_list])
-  y = np.concatenate([standardized(g.runtimes()) for g in graph_list])
   mean, scale = x.mean(0), x.std(0) + 1e-9
-  z = (x - mean) / scale
-  weights = np.linalg.solve(z.T @ z + 1.0 * np.eye(z.shape[1]), z.T @ (y - y.mean()))
-  return mean, scale, weights
+  return (x - mean) / scale, mean, scale
 
 
 def main(argv):
@@ -64,22 +68,29 @@ def main(argv):
         sys.exit(f"learnability: {root / relative} differs from its regeneration; wrong --scale/--seed?")
       noiseless[str(relative)] = item.noiseless_runtimes
   rng = np.random.default_rng(0)
-  print("| collection | test graphs | random | ridge on summed config features | noiseless cost model |")
-  print("|---|---:|---:|---:|---:|")
+  print("| collection | test graphs | random | ridge on summed config features | per-node layout ridge, "
+        "half of each graph's configs | noiseless cost model |")
+  print("|---|---:|---:|---:|---:|---:|")
   for collection in COLLECTIONS:
     train = [npz.read_graph(p) for p in sorted((root / "npz" / collection / "train").glob("*.npz"))]
-    mean, scale, weights = fit_ridge(train)
-    score = metrics.kendall_tau if collection.startswith("layout") else metrics.tile_score
-    rows = {"random": [], "ridge": [], "model": []}
+    train_features, mean, scale = standardized_features(train)
+    train_targets = np.concatenate([standardized(g.runtimes()) for g in train])
+    layout = collection.startswith("layout")
+    score = metrics.kendall_tau if layout else metrics.tile_score
+    rows = {"random": [], "ridge": [], "per_node": [], "model": []}
     for path in sorted((root / "npz" / collection / "test").glob("*.npz")):
       graph = npz.read_graph(path)
       labels = np.load(root / "test_labels" / collection / "test" / (path.stem + ".npy"))
       actual = labels.astype(np.float64) if labels.ndim == 1 else labels[:, 0] / labels[:, 1]
       rows["random"].append(score(actual, rng.random(len(actual))))
-      rows["ridge"].append(score(actual, ((config_features(graph) - mean) / scale) @ weights))
+      predicted = ridge.ridge_predictions(train_features, train_targets, (config_features(graph) - mean) / scale)
+      rows["ridge"].append(score(actual, predicted))
+      if layout:
+        rows["per_node"].append(ridge.per_node_layout_ridge_tau(dataclasses.replace(graph, config_runtime=labels)))
       rows["model"].append(score(actual, noiseless[str(path.relative_to(root))]))
+    per_node = f"{np.mean(rows['per_node']):.3f}" if layout else "-"
     print(f"| {collection.replace('/', ':')} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
-          f"{np.mean(rows['ridge']):.3f} | {np.mean(rows['model']):.3f} |")
+          f"{np.mean(rows['ridge']):.3f} | {per_node} | {np.mean(rows['model']):.3f} |")
 
 
 if __name__ == "__main__":

@@ -20,13 +20,64 @@ def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
   assert cost_model.padded_elements([300], [0]) == 384
 
 
-def test_layout_choices_start_with_the_default_and_are_permutations():
-  for rank in (1, 2, 4, 5):
-    choices = cost_model.layout_choices(rank)
-    assert choices[0].tolist() == list(range(rank - 1, -1, -1))
-    assert (np.sort(choices, axis=1) == np.arange(rank)).all()
-    assert len({tuple(c) for c in choices}) == len(choices)
-  assert len(cost_model.layout_choices(4)) == 24
+def test_a_tensor_is_offered_its_default_and_at_most_one_alternative():
+  assert cost_model.candidate_layouts(3).tolist() == [[2, 1, 0]]
+  assert cost_model.candidate_layouts(3, (1, 2, 0)).tolist() == [[2, 1, 0], [1, 2, 0]]
+  assert cost_model.candidate_layouts(2, (1, 0)).tolist() == [[1, 0]]  # the default is no alternative
+
+
+def test_a_forward_convolution_keeps_its_output_layout_and_may_swap_its_operands():
+  def program(x, kernel):
+    return tf.nn.conv2d(x, kernel, strides=1, padding="SAME")
+  module = from_tensorflow.hlo_module(program, tf.TensorSpec([1, 8, 8, 16]), tf.TensorSpec([3, 3, 16, 32]))
+  nodes = featurize.module_features(module)
+  convolution = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "convolution"]
+  model = cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), convolution)
+  result, activations, kernel = (model.variables[v].choices.tolist() for v in model.node_variables[0])
+  assert result == [[3, 2, 1, 0]]  # output features minor-most
+  assert activations == kernel == [[3, 2, 1, 0], [2, 3, 1, 0]]
+
+
+def _reshape_dot_program():
+  """x (4, 16, 256) -> reshape (64, 256) -> dot with w (256, 128); that reshape and the dot are
+  configurable."""
+  def program(x, w):
+    return tf.matmul(tf.reshape(x, [64, 256]), w)
+  module = from_tensorflow.hlo_module(program, tf.TensorSpec([4, 16, 256]), tf.TensorSpec([256, 128]))
+  nodes = featurize.module_features(module)
+  chosen = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "dot"
+            or (inst.opcode == "reshape" and list(inst.shape.dimensions) == [64, 256])]
+  return nodes, cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), chosen)
+
+
+def test_every_configurable_op_has_two_to_eight_candidates_starting_with_the_default():
+  nodes, model = _reshape_dot_program()
+  assert [nodes.instructions[n].opcode for n in model.configurable_nodes] == ["reshape", "dot"]
+  for variables in model.node_variables:
+    sizes = [len(model.variables[v].choices) for v in variables if v >= 0]
+    assert 2 <= np.prod(sizes) <= 8
+    for v in variables[variables >= 0]:
+      assert model.variables[v].choices[0].tolist() == list(range(len(model.variables[v].dims) - 1, -1, -1))
+
+
+def test_a_consumer_reading_another_layout_than_its_producer_wrote_pays_a_copy():
+  _, model = _reshape_dot_program()
+  reshape_result, dot_lhs = model.node_variables[0, 0], model.node_variables[1, 1]
+  # Both tensors are (64, 256) float32: default (1, 0) pads to 64 x 256, swapped (0, 1) to 128 x 256.
+  assert model.variables[reshape_result].choices.tolist() == model.variables[dot_lhs].choices.tolist() \
+      == [[1, 0], [0, 1]]
+  default_bytes, swapped_bytes = 64 * 256 * 4, 128 * 256 * 4
+
+  def runtime(producer_choice, consumer_choice):
+    choices = np.zeros((1, len(model.variables)), np.int64)
+    choices[0, [reshape_result, dot_lhs]] = producer_choice, consumer_choice
+    return model.runtimes(choices)[0]
+
+  # Each op's own cost cancels in this contrast; what remains is the two mismatched configs'
+  # copies, each reading the tensor in one layout and writing it in the other.
+  mismatched = runtime(1, 0) + runtime(0, 1) - runtime(0, 0) - runtime(1, 1)
+  copy = (default_bytes + swapped_bytes) / cost_model.HBM_BYTES_PER_SECOND + cost_model.OP_OVERHEAD_SECONDS
+  assert mismatched == pytest.approx(2 * copy, rel=1e-9)
 
 
 def _transpose_program():
@@ -40,24 +91,15 @@ def _transpose_program():
   return nodes, cost_model.LayoutCostModel(nodes.instructions, costed, configurable)
 
 
-def test_a_consumer_wanting_another_layout_pays_a_copy():
-  nodes, model = _transpose_program()
-  default = np.zeros((1, len(model.variables)), np.int64)
-  changed = default.copy()
-  transpose_operand = model.node_variables[0, 1]  # the transpose's operand slot
-  changed[0, transpose_operand] = 1
-  copy_bytes = model.variables[transpose_operand].padded_bytes[[0, 1]].sum()
-  assert model.runtimes(changed)[0] > model.runtimes(default)[0] + copy_bytes / cost_model.HBM_BYTES_PER_SECOND * 0.5
-
-
-def test_a_transpose_whose_layouts_keep_memory_order_is_free():
+def test_a_transpose_is_offered_the_layouts_that_make_it_a_bitcast():
   nodes, model = _transpose_program()
   transpose = nodes.instructions[model.configurable_nodes[0]]
   assert transpose.opcode == "transpose"
   result, operand = model.variables[model.node_variables[0, 0]], model.variables[model.node_variables[0, 1]]
   free = cost_model._bitcast_pairs(transpose, result, operand)
-  # Exactly one operand layout per result layout keeps memory order: the permuted one.
-  assert (free.sum(axis=1) == 1).all()
+  # Default result with the permuted operand, and the inversely permuted result with the default
+  # operand, keep memory order; mixing the two does not.
+  assert free.tolist() == [[False, True], [True, False]]
   permutation = np.asarray(transpose.dimensions)
   assert (operand.choices[free.argmax(axis=1)] == permutation[result.choices]).all()
 

@@ -1,4 +1,5 @@
-"""Generated datasets: the format, test labels, and byte-identical regeneration of data/generated."""
+"""Generated datasets: the format, test labels, layout search like the real one, and byte-identical
+regeneration of data/generated."""
 
 import pathlib
 import sys
@@ -7,11 +8,14 @@ import numpy as np
 import pytest
 
 from tpu_graphs.data import convert
+from tpu_graphs.data import layout_search
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.hlo import features
 from tpu_graphs.hlo import opcodes
 from tpu_graphs.synth import generate
+from tpu_graphs.train import ridge
 
 EMBEDDED = locations.EMBEDDED_ROOT
 
@@ -67,13 +71,53 @@ def test_tile_normalizer_is_the_default_configs_own_measurement(regenerated):
     assert abs(graph.config_runtime[0] / normalizer - 1) < 0.08
 
 
-def test_default_search_changes_few_nodes_and_random_search_sets_all(regenerated):
+def _default_rows(node_config_feat: np.ndarray) -> np.ndarray:
+  """(nc, 18): each node's row with every tensor it sets in the default (descending) layout."""
+  slots = node_config_feat[0].reshape(-1, features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS)
+  ranks = (slots != -1).sum(-1, keepdims=True)
+  dims = np.arange(features.LAYOUT_MAX_DIMS)
+  return np.where(dims < ranks, ranks - 1 - dims, -1).reshape(len(slots), -1)
+
+
+def _layout_files(root, search, split="train"):
+  return sorted((root / "npz" / "layout").glob(f"*/{search}/{split}/*.npz"))
+
+
+def test_default_search_starts_at_the_default_and_every_config_sets_every_node(regenerated):
   root, _ = regenerated
-  default = npz.read_graph(root / "npz/layout/xla/default/test/unet.b1.f32.npz").node_config_feat
-  random = npz.read_graph(root / "npz/layout/xla/random/test/unet.b1.f32.npz").node_config_feat
-  explicit = (default != -1).any(-1)
-  assert not explicit[0].any() and (explicit[1:].sum(-1) >= 1).all() and (explicit[1:].sum(-1) <= 3).all()
-  assert (random != -1).any(-1).all()
+  for path in _layout_files(root, "default", "test"):
+    feat = npz.read_graph(path).node_config_feat
+    assert (feat[0] == _default_rows(feat)).all(), path
+    assert (feat != -1).any(-1).all(), path
+  for path in _layout_files(root, "random", "test"):
+    assert (npz.read_graph(path).node_config_feat != -1).any(-1).all(), path
+
+
+def test_every_configurable_node_has_two_to_eight_candidate_layouts_including_the_default(regenerated):
+  root, _ = regenerated
+  for path in _layout_files(root, "random"):
+    feat = npz.read_graph(path).node_config_feat
+    _, counts = layout_search.node_layout_categories(feat)
+    assert counts.min() >= 2 and counts.max() <= 8, path
+    # 1,000 uniform draws from at most 8 candidates take every one, the default among them.
+    assert (feat == _default_rows(feat)).all(-1).any(0).all(), path
+
+
+@pytest.mark.parametrize("search, modal_range", [("default", (0.40, 0.80)), ("random", (0.15, 0.45))])
+def test_layout_search_looks_like_real_layout_search(regenerated, search, modal_range):
+  # On each train split: few layouts per node, how often a node keeps its most common one as in
+  # the real default or random collections, and runtimes mostly per-node layout effects.
+  root, _ = regenerated
+  for source in ("xla", "nlp"):
+    found, taus = [], []
+    for path in sorted((root / "npz" / "layout" / source / search / "train").glob("*.npz")):
+      graph = npz.read_graph(path)
+      found.append(layout_search.layout_search_statistics(graph))
+      taus.append(ridge.per_node_layout_ridge_tau(graph))
+    assert found, source
+    assert np.median([f.distinct_layouts for f in found]) <= 12, source
+    assert modal_range[0] <= np.median([f.modal_fraction for f in found]) <= modal_range[1], source
+    assert np.median(taus) >= 0.40, source
 
 
 def test_convolutions_and_dots_are_tile_kernels(regenerated):

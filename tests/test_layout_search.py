@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+import layout_test_data
 import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
@@ -17,20 +18,6 @@ def _rows(*layouts):
   for i, layout in enumerate(layouts):
     feat[i, 0, :len(layout)] = layout
   return feat
-
-
-def _layout_graph(node_config_feat: np.ndarray, runtimes) -> graphs.LayoutGraph:
-  c, nc, _ = node_config_feat.shape
-  arrays = {
-      "node_feat": np.zeros((nc, graphs.NODE_FEATURE_WIDTH), np.float32),
-      "node_opcode": np.ones(nc, np.uint8),
-      "edge_index": np.zeros((0, 2), np.int64),
-      "node_config_ids": np.arange(nc, dtype=np.int64),
-      "node_config_feat": node_config_feat,
-      "config_runtime": np.asarray(runtimes, np.int64),
-      "node_splits": np.array([[0]], np.int64),
-  }
-  return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
 
 
 def test_each_distinct_row_of_a_node_is_one_category():
@@ -51,7 +38,7 @@ def test_streamed_features_give_the_same_categories(tmp_path):
   rng = np.random.default_rng(0)
   feat = rng.integers(-1, 4, size=(2500, 3, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)).astype(np.float32)
   path = tmp_path / "npz" / "layout" / "xla" / "random" / "train" / "g.npz"
-  npz.write_graph(path, _layout_graph(feat, np.arange(1, 2501)))
+  npz.write_graph(path, layout_test_data.layout_graph(feat, np.arange(1, 2501)))
   streamed = npz.read_graph(path, stream_configs=True).node_config_feat
   assert hasattr(streamed, "iter_chunks")
   in_memory = layout_search.node_layout_categories(feat)
@@ -66,14 +53,14 @@ def test_values_that_are_no_layout_dim_are_rejected():
 
 def test_file_statistics_are_means_over_nodes_and_the_runtime_spread():
   two_nodes = np.concatenate([_rows((1, 0), (1, 0), (1, 0), (0, 1)), _rows((1, 0), (0, 1), (1, 0), (0, 1))], axis=1)
-  found = layout_search.layout_search_statistics(_layout_graph(two_nodes, [10, 20, 30, 25]))
+  found = layout_search.layout_search_statistics(layout_test_data.layout_graph(two_nodes, [10, 20, 30, 25]))
   assert found.distinct_layouts == 2.0
   assert found.modal_fraction == pytest.approx((0.75 + 0.5) / 2)
   assert found.runtime_spread == pytest.approx(3.0)
 
 
 def test_unlabelled_files_have_no_runtime_spread():
-  found = layout_search.layout_search_statistics(_layout_graph(_rows((1, 0), (0, 1)), [0, 0]))
+  found = layout_search.layout_search_statistics(layout_test_data.layout_graph(_rows((1, 0), (0, 1)), [0, 0]))
   assert found.runtime_spread is None and found.distinct_layouts == 2.0
 
 

@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+import layout_test_data
 import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
@@ -29,19 +30,9 @@ def test_one_hot_has_one_column_per_node_and_layout():
 
 def _graph(choices: np.ndarray, runtimes: np.ndarray) -> graphs.LayoutGraph:
   """A layout graph whose node j takes layout (1, 0) or (0, 1) as choices[:, j] is 0 or 1."""
-  c, nc = choices.shape
-  feat = np.full((c, nc, graphs.LAYOUT_CONFIG_FEATURE_WIDTH), -1.0, np.float32)
+  feat = np.full(choices.shape + (graphs.LAYOUT_CONFIG_FEATURE_WIDTH,), -1.0, np.float32)
   feat[:, :, 0], feat[:, :, 1] = 1 - choices, choices
-  arrays = {
-      "node_feat": np.zeros((nc, graphs.NODE_FEATURE_WIDTH), np.float32),
-      "node_opcode": np.ones(nc, np.uint8),
-      "edge_index": np.zeros((0, 2), np.int64),
-      "node_config_ids": np.arange(nc, dtype=np.int64),
-      "node_config_feat": feat,
-      "config_runtime": runtimes.astype(np.int64),
-      "node_splits": np.array([[0]], np.int64),
-  }
-  return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
+  return layout_test_data.layout_graph(feat, runtimes)
 
 
 def test_additive_per_node_effects_are_ranked_almost_perfectly():

@@ -6,11 +6,16 @@ ranker must see the graph and the config to do well:
 * Memory is tiled (8, 128) over the two minor-most dimensions of a tensor's layout: a tensor
   occupies ceil(d2/8)*8 * ceil(d1/128)*128 * (the other dims) elements, so a layout that puts a
   small or misaligned dimension minor-most wastes bandwidth.
+* Layout search offers each configurable op a few candidate layouts, as XLA's autotuner does: per
+  tensor the default and at most one alternative (the op's preferred layout, else the two
+  minor-most dims swapped), so 2-8 per op.
 * Every op is a roofline: max(flops / peak, bytes / bandwidth) + a fixed launch overhead.
   Convolutions and dots run on a matrix unit (MXU_FLOPS) at half efficiency per tensor whose
   feature / contracting dimension is not minor-most; other ops run on the vector unit.
 * A layout change costs a copy: when a consumer wants an operand in a layout other than the one
-  its producer wrote, the tensor is read in one layout and written in the other.
+  its producer wrote, the tensor is read in one layout and written in the other. Configurable
+  ops want the layouts their config sets, layout-preserving ops their first operand's, other ops
+  that read data the default.
 * Layouts flow: an elementwise op whose operand has its shape inherits that operand's layout, so
   one configurable node's choice reaches (and is paid for by) the ops downstream of it.
 * Reshapes and transposes are free (bitcasts) when their layouts make memory order unchanged.
@@ -40,7 +45,6 @@ factor, evaluated in chunks.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from typing import Optional, Sequence
 
@@ -77,6 +81,8 @@ TRANSCENDENTAL_OPCODES = frozenset({
     "cbrt", "power", "sine", "cosine", "tan", "atan2", "erf", "divide"})
 MATERIALIZED_OPCODES = frozenset({"reduce", "reduce-window", "dot", "convolution", "transpose", "concatenate",
                                   "pad", "reverse", "gather", "scatter", "sort", "dynamic-update-slice"})
+# Ops that pass tensors on without reading them: they need no particular layout.
+_DATA_FREE_OPCODES = frozenset({"tuple", "get-tuple-element", "bitcast"})
 # Ops that call small scalar computations (reducers, comparators): those are not costed.
 _SCALAR_CALLERS = frozenset({"reduce", "reduce-window", "map", "sort", "scatter", "select-and-scatter",
                              "all-reduce", "reduce-scatter"})
@@ -108,22 +114,23 @@ def padded_elements(dims: Sequence[int], minor_to_major: Sequence[int]) -> int:
   return minor * second * math.prod(dims[d] for d in minor_to_major[2:])
 
 
-def layout_choices(rank: int) -> np.ndarray:
-  """(k, rank) int64 minor-to-major orders a tensor of this rank may take; row 0 is the default.
+def default_layout(rank: int) -> tuple:
+  """XLA's default minor-to-major order: descending, the last dimension minor-most."""
+  return tuple(range(rank - 1, -1, -1))
 
-  The default is XLA's descending order (last dimension minor-most). Ranks up to 4 get every
-  permutation; higher ranks every choice of the two minor-most dimensions (the rest descending),
-  which is all the (8, 128) tiling can tell apart.
-  """
-  default = tuple(range(rank - 1, -1, -1))
-  if rank <= 4:
-    return np.asarray(list(itertools.permutations(default)), np.int64).reshape(-1, rank)
-  orders = [default]
-  for minor, second in itertools.permutations(default, 2):
-    order = (minor, second) + tuple(d for d in default if d not in (minor, second))
-    if order != default:
-      orders.append(order)
-  return np.asarray(orders, np.int64)
+
+def with_minor_most(order: Sequence[int], dim: int) -> tuple:
+  """`order` with `dim` moved minor-most, the other dims keeping their relative order."""
+  return (dim,) + tuple(d for d in order if d != dim)
+
+
+def candidate_layouts(rank: int, alternative: Optional[Sequence[int]] = None) -> np.ndarray:
+  """(k, rank) int64 minor-to-major orders the layout search offers one tensor: row 0 the default,
+  then `alternative` when given and different from it (k = 1 or 2)."""
+  orders = [default_layout(rank)]
+  if alternative is not None and tuple(alternative) != orders[0]:
+    orders.append(tuple(alternative))
+  return np.asarray(orders, np.int64).reshape(len(orders), rank)
 
 
 def measure(runtime_seconds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -176,6 +183,38 @@ def _preferred_minor_dims(instruction, by_id) -> list[Optional[int]]:
   return [None, None, None]
 
 
+def _alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
+  """The one order beside the default that the layout search offers each of `tensors` (result,
+  operands), or None.
+
+  XLA's layout autotuner offers a few legal, sensible layouts per op, not every permutation, and
+  the real sample's node_config_feat shows which, per op kind:
+  * a convolution's result keeps its default when that has the output features minor-most (XLA
+    writes activations so; in the real unet3d only such convolutions' operands vary);
+  * other tensors of a convolution or dot are offered their feature / contracting dim minor-most,
+    or where it is minor-most already, the two minor-most dims swapped;
+  * a transpose's result and operand are offered the orders that make it a bitcast with the
+    other at its default (the swap where that order is the default: an identity transpose);
+  * any other tensor of rank >= 2 is offered its two minor-most dims swapped.
+  So an op with up to three tensors has 2 to 8 candidates.
+  """
+  ranks = [len(t.shape.dimensions) for t in tensors]
+  swapped = [with_minor_most(default_layout(rank), rank - 2) if rank >= 2 else None for rank in ranks]
+  if instruction.opcode in MXU_OPCODES:
+    dims = _preferred_minor_dims(instruction, by_id)
+    if instruction.opcode == "convolution" and dims[0] == ranks[0] - 1:
+      swapped[0] = None
+    return [swap if dim is None or dim == rank - 1 else with_minor_most(default_layout(rank), dim)
+            for swap, dim, rank in zip(swapped, dims, ranks)]
+  if instruction.opcode == "transpose" and len(tensors) == 2:
+    permutation = list(instruction.dimensions)
+    inverse = [permutation.index(d) for d in range(len(permutation))]
+    default = default_layout(ranks[0])
+    bitcasts = [tuple(inverse[d] for d in default), tuple(permutation[d] for d in default)]
+    return [swap if bitcast == default else bitcast for swap, bitcast in zip(swapped, bitcasts)]
+  return swapped
+
+
 @dataclasses.dataclass(frozen=True)
 class LayoutVariable:
   """One tensor whose layout a config sets: slot t (0 result, 1-2 operands) of node `node`."""
@@ -183,7 +222,7 @@ class LayoutVariable:
   node: int
   slot: int
   dims: tuple
-  choices: np.ndarray  # (k, rank) minor-to-major orders
+  choices: np.ndarray  # (k, rank) minor-to-major orders, candidate_layouts
   padded_bytes: np.ndarray  # (k,) bytes the tensor occupies under each choice
 
 
@@ -215,12 +254,12 @@ class LayoutCostModel:
     slot_variable = {}  # (node, slot) -> variable
     for j, node in enumerate(self.configurable_nodes):
       instruction = instructions[node]
-      tensors = [instruction] + _operands(instruction, by_id)
-      for slot, tensor in enumerate(tensors[:features.LAYOUT_MAX_TENSORS]):
+      tensors = ([instruction] + _operands(instruction, by_id))[:features.LAYOUT_MAX_TENSORS]
+      for slot, (tensor, alternative) in enumerate(zip(tensors, _alternative_layouts(instruction, tensors, by_id))):
         if is_array(tensor.shape) and len(tensor.shape.dimensions) >= 1:
           slot_variable[node, slot] = len(self.variables)
           self.node_variables[j, slot] = len(self.variables)
-          self.variables.append(self._variable(node, slot, tensor.shape))
+          self.variables.append(self._variable(node, slot, tensor.shape, alternative))
     self.constant = 0.0
     self._factors: dict[tuple, np.ndarray] = {}
     # The variable whose layout each node's result has (propagated), or -1 for the default.
@@ -236,9 +275,9 @@ class LayoutCostModel:
         self._add_node_costs(node, instruction, operands, source, slot_variable, node_of_id, by_id)
 
   @staticmethod
-  def _variable(node: int, slot: int, shape) -> LayoutVariable:
+  def _variable(node: int, slot: int, shape, alternative: Optional[tuple]) -> LayoutVariable:
     dims = tuple(int(d) for d in shape.dimensions)
-    choices = layout_choices(len(dims))
+    choices = candidate_layouts(len(dims), alternative)
     padded = np.asarray([padded_elements(dims, c) for c in choices], np.float64) * element_bytes(shape)
     return LayoutVariable(node, slot, dims, choices, padded)
 
@@ -247,8 +286,21 @@ class LayoutCostModel:
     if variable >= 0:
       return self.variables[variable].padded_bytes
     dims = list(shape.dimensions)
-    return np.asarray([padded_elements(dims, list(range(len(dims) - 1, -1, -1))) * element_bytes(shape)],
-                      np.float64)
+    return np.asarray([padded_elements(dims, default_layout(len(dims))) * element_bytes(shape)], np.float64)
+
+  def _orders(self, shape, variable: int) -> np.ndarray:
+    """(k, rank) layouts a tensor of `shape` may have: the choices of `variable`, or the default."""
+    if variable >= 0:
+      return self.variables[variable].choices
+    return np.asarray([default_layout(len(shape.dimensions))], np.int64).reshape(1, -1)
+
+  def _copy_table(self, shape, produced: int, wanted: int) -> np.ndarray:
+    """(k_produced, k_wanted) seconds of the copy a consumer pays when it reads a tensor of
+    `shape` in the layout `wanted` (a variable, or -1: the default) that its producer wrote in the
+    layout `produced`: read in one layout, write in the other; nothing when the two are equal."""
+    same = (self._orders(shape, produced)[:, None, :] == self._orders(shape, wanted)[None, :, :]).all(-1)
+    moved = self._tensor_bytes(shape, produced)[:, None] + self._tensor_bytes(shape, wanted)[None, :]
+    return np.where(same, 0.0, moved / HBM_BYTES_PER_SECOND + OP_OVERHEAD_SECONDS)
 
   def _add(self, variables: tuple, table: np.ndarray) -> None:
     """Adds a cost table indexed by the choices of `variables` (-1 entries: the default, index 0)."""
@@ -303,16 +355,15 @@ class LayoutCostModel:
           wanted_layouts[j] = own
         else:
           bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, -1)
+          if instruction.opcode not in _DATA_FREE_OPCODES:
+            wanted_layouts[j] = -1
       self._add((own,), np.asarray(_roofline(flops, peak, bytes_moved), np.float64).reshape(-1))
     # Copies where an operand arrives in another layout than the consumer reads it in.
     for j, wanted in wanted_layouts.items():
       produced = source[node_of_id[operands[j].id]]
       if wanted == produced or (wanted < 0 and produced < 0):
         continue
-      shape_bytes = self.variables[wanted if wanted >= 0 else produced].padded_bytes
-      copy = (shape_bytes[:, None] + shape_bytes[None, :]) / HBM_BYTES_PER_SECOND + OP_OVERHEAD_SECONDS
-      np.fill_diagonal(copy, 0.0)
-      self._add((produced, wanted), copy)
+      self._add((produced, wanted), self._copy_table(operands[j].shape, produced, wanted))
 
   def runtimes(self, choices: np.ndarray) -> np.ndarray:
     """(c,) noiseless runtimes in seconds of configs `choices` (c, num_variables) int."""
@@ -321,13 +372,9 @@ class LayoutCostModel:
       total += table[tuple(choices[:, v] for v in key)]
     return total
 
-  def config_features(self, choices: np.ndarray, explicit: Optional[np.ndarray] = None) -> np.ndarray:
-    """(c, nc, 18) float32 node_config_feat of configs `choices` (c, num_variables).
-
-    Args:
-      explicit: (c, nc) bool, the nodes each config sets explicitly; the others read -1 (left to
-        the compiler, i.e. the default layout). All explicit when None.
-    """
+  def config_features(self, choices: np.ndarray) -> np.ndarray:
+    """(c, nc, 18) float32 node_config_feat of configs `choices` (c, num_variables): every tensor
+    layout set explicitly, as the real files set those of convolutions and dots."""
     width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
     result = np.full((choices.shape[0], len(self.configurable_nodes), width), -1.0, np.float32)
     for j in range(len(self.configurable_nodes)):
@@ -337,8 +384,6 @@ class LayoutCostModel:
         orders = self.variables[v].choices[choices[:, v]][:, :features.LAYOUT_MAX_DIMS]
         start = slot * features.LAYOUT_MAX_DIMS
         result[:, j, start:start + orders.shape[1]] = orders
-    if explicit is not None:
-      result[~explicit] = -1.0
     return result
 
 
@@ -450,7 +495,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   for parameter in (i for i in entry.instructions if i.opcode == "parameter" and i.id not in matrix_parameters):
     dims = list(parameter.shape.dimensions)
     if math.prod(dims) * BROADCAST_RATIO <= output_elements:
-      broadcast += padded_elements(dims, list(range(len(dims) - 1, -1, -1))) * element_bytes(parameter.shape)
+      broadcast += padded_elements(dims, default_layout(len(dims))) * element_bytes(parameter.shape)
     else:
       streamed += math.prod(dims) * element_bytes(parameter.shape)
   scratch = sum(math.prod(i.shape.dimensions) * element_bytes(i.shape) for i in fused
@@ -460,7 +505,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   return KernelWork(
       output_dims=tuple(int(d) for d in shape.dimensions),
       output_minor_to_major=tuple(int(d) for d in shape.layout.minor_to_major) or
-      tuple(range(len(shape.dimensions) - 1, -1, -1)),
+      default_layout(len(shape.dimensions)),
       output_element_bytes=max(element_bytes(shape), 1),
       flops=flops, streamed_input_bytes=float(streamed), broadcast_input_bytes=float(broadcast),
       scratch_bytes_per_element=scratch / output_elements,

@@ -37,11 +37,15 @@ from tpu_graphs.hlo import tuning_pb2
 from tpu_graphs.synth import cost_model
 from tpu_graphs.synth import zoo
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 MAX_CONFIGS = 100_000
 CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape", "transpose", "copy"})
 CONFIGURABLE_FRACTION = 0.03
 CONFIG_CHUNK = 1000
+# The most a default-search config moves: the share of configurable nodes away from the default
+# is drawn per config from U(0, this), so a node keeps its default in about 60% of the configs,
+# as in the real default collections (0.55-0.66).
+DEFAULT_SEARCH_MOVED_MAX = 0.8
 # Splits are by architecture, so valid and test hold models never seen in training.
 SPLIT_OF_ARCHITECTURE = {
     "resnet50": "train", "mobilenet_v2": "train", "mobilenet_v3_small": "train", "efficientnet_b0": "train",
@@ -106,27 +110,34 @@ def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng:
   return np.sort(rng.choice(np.asarray(candidates, np.int64), size=count, replace=False))
 
 
-def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int,
-                   rng: np.random.Generator, first: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
-  """`count` configs: choices (count, num_variables) int64 and which nodes are explicit (count, nc).
+def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, rng: np.random.Generator,
+                   first: bool) -> np.ndarray:
+  """`count` configs: (count, num_variables) int64 indices into each variable's candidate layouts.
 
-  'random' sets every configurable node to random layouts. 'default' starts from the compiler
-  default (every node -1) and changes 1-3 nodes per config; the `first` config of a file is the
-  default itself.
+  A configurable node's candidates are the combinations of its tensors' candidate layouts (2 to 8,
+  cost_model.candidate_layouts). 'random' draws every node's layout uniformly from its
+  candidates. 'default' searches near the compiler default, as the real default collections do:
+  each config moves a share of the nodes, drawn per config from U(0, DEFAULT_SEARCH_MOVED_MAX),
+  each to a uniformly drawn other candidate, and leaves the rest at the default (choice 0); the
+  `first` config of a file is the default itself.
   """
   sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
   if search == "random":
-    return (rng.random((count, len(sizes))) * sizes).astype(np.int64), None
+    return (rng.random((count, len(sizes))) * sizes).astype(np.int64)
   choices = np.zeros((count, len(sizes)), np.int64)
-  explicit = np.zeros((count, len(model.configurable_nodes)), bool)
-  for row in range(1 if first else 0, count):
-    changed = rng.choice(len(model.configurable_nodes), size=min(int(rng.integers(1, 4)),
-                                                                 len(model.configurable_nodes)), replace=False)
-    explicit[row, changed] = True
-    variables = model.node_variables[changed].ravel()
+  moved_share = rng.random(count) * DEFAULT_SEARCH_MOVED_MAX
+  if first:
+    moved_share[0] = 0.0
+  for variables in model.node_variables:
     variables = variables[variables >= 0]
-    choices[row, variables] = (rng.random(len(variables)) * sizes[variables]).astype(np.int64)
-  return choices, explicit
+    candidates = int(np.prod(sizes[variables]))
+    moved = rng.random(count) < moved_share
+    # Candidate 1..candidates-1 of the node, written in mixed radix over its variables' sizes.
+    combination = np.where(moved, 1 + (rng.random(count) * (candidates - 1)).astype(np.int64), 0)
+    for variable in variables:
+      choices[:, variable] = combination % sizes[variable]
+      combination //= sizes[variable]
+  return choices
 
 
 def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id: str,
@@ -141,12 +152,12 @@ def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id:
   key = (collection, graph_id)
   starts = range(0, num_configs, CONFIG_CHUNK)
 
-  def chunks() -> Iterator[tuple[np.ndarray, Optional[np.ndarray]]]:
+  def chunks() -> Iterator[np.ndarray]:
     for start in starts:
       yield layout_choices(model, search, min(CONFIG_CHUNK, num_configs - start),
                            file_rng(seed, *key, "configs", str(start)), first=start == 0)
 
-  runtimes = np.concatenate([model.runtimes(choices) for choices, _ in chunks()])
+  runtimes = np.concatenate([model.runtimes(choices) for choices in chunks()])
   measured = cost_model.measure(runtimes, file_rng(seed, *key, "noise"))
   nc = len(model.configurable_nodes)
   width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
@@ -154,7 +165,7 @@ def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id:
       node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
       node_config_ids=model.configurable_nodes,
       node_config_feat=((num_configs, nc, width), np.float32,
-                        lambda: (model.config_features(c, e) for c, e in chunks())),
+                        lambda: (model.config_features(choices) for choices in chunks())),
       config_runtime=measured if split != "test" else np.zeros_like(measured),
       node_splits=nodes.node_splits)
   path = root / "npz" / "layout" / source / search / split / f"{graph_id}.npz"

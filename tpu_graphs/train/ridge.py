@@ -3,8 +3,8 @@
 `per_node_layout_ridge_tau` asks of one layout file whether its runtimes are mostly a sum of
 per-node layout effects, as real layout runtimes largely are: each configurable node's 18-value
 config row is read as one category, one-hot per (node, category), and a ridge regression on log
-runtime fit on part of the file's configs ranks the others (Kendall's tau). A GNN that learns
-per-node layout effects can do at least this well within a program.
+runtime fit on part of the file's configs ranks the others (Kendall's tau): how much of the
+ranking per-node layout effects alone explain, within one program.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tpu_graphs.train import metrics
 
 # Near least squares: on one-hot layouts the penalty only settles nodes whose layouts move
 # together (identical columns). Larger penalties shrink the rare layouts' effects and cost tau
-# (unet3d: 0.78 at 0.01, 0.66 at 1).
+# (real unet3d, mean over 5 random halves: 0.78 at 0.01, 0.66 at 1).
 LAYOUT_RIDGE_PENALTY = 0.01
 
 
@@ -60,7 +60,8 @@ def per_node_layout_ridge_tau(graph: graphs.LayoutGraph, train_fraction: float =
     graph: a labelled layout graph (positive runtimes).
     train_fraction: the share of configs, drawn at random, the ridge is fit on.
     seed: seeds the draw (and the subsample below).
-    max_configs: files with more configs are first subsampled to this many, which bounds memory.
+    max_configs: files with more configs are first subsampled to this many, which bounds the
+      size of the regression.
 
   Raises:
     ValueError: for an unlabelled graph or one with fewer than 4 configs.

@@ -1,0 +1,25 @@
+"""Small layout graphs built around given config features, for tests of layout statistics."""
+
+import numpy as np
+
+from tpu_graphs.data import graphs
+
+
+def layout_graph(node_config_feat: np.ndarray, runtimes) -> graphs.LayoutGraph:
+  """A validated layout:xla:random train graph of nc unconnected ops, all configurable.
+
+  Args:
+    node_config_feat: (c, nc, 18) config features.
+    runtimes: (c,) runtimes (zeros make it look unlabelled).
+  """
+  c, nc, _ = node_config_feat.shape
+  arrays = {
+      "node_feat": np.zeros((nc, graphs.NODE_FEATURE_WIDTH), np.float32),
+      "node_opcode": np.ones(nc, np.uint8),
+      "edge_index": np.zeros((0, 2), np.int64),
+      "node_config_ids": np.arange(nc, dtype=np.int64),
+      "node_config_feat": np.asarray(node_config_feat, np.float32),
+      "config_runtime": np.asarray(runtimes, np.int64),
+      "node_splits": np.array([[0]], np.int64),
+  }
+  return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
