@@ -21,10 +21,9 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import tensorflow as tf
 
-from tpu_graphs.data import config_dedup, convert, graphs, locations, npz, records
+from tpu_graphs.data import config_dedup, convert, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import tasks, trainer
 
@@ -125,31 +124,6 @@ def generated_tau(args) -> None:
                                 args), flush=True)
 
 
-def real_tau(args) -> None:
-  """The real sample, xla default: train on unet3d, validate on all configs of unet_3d.4x4.bf16; then
-  a config split of unet_3d.4x4.bf16 (train on a random half of its configs, validate on the rest)."""
-  sample = locations.SAMPLE_NPZ / "layout/xla/default"
-  with tempfile.TemporaryDirectory() as temporary:
-    across = pathlib.Path(temporary) / "across"
-    for split, name in (("train", "unet3d.npz"), ("valid", "unet_3d.4x4.bf16.npz")):
-      (across / "layout/xla/default" / split).mkdir(parents=True)
-      (across / "layout/xla/default" / split / name).symlink_to(sample / split / name)
-    print(_train_and_validate(across, "xla", "default", pathlib.Path(temporary) / "run_across", args)
-          .replace("tau layout", "tau unet3d -> unet_3d.4x4.bf16 layout"), flush=True)
-    graph = npz.read_graph(sample / "valid/unet_3d.4x4.bf16.npz")
-    arrays = graphs.graph_arrays(graph)
-    order = np.random.default_rng(0).permutation(graph.num_configs)
-    halves = {"train": np.sort(order[:order.size // 2]), "valid": np.sort(order[order.size // 2:])}
-    split_root = pathlib.Path(temporary) / "config_split"
-    for split, rows in halves.items():
-      npz.write_npz(split_root / "layout/xla/default" / split / f"unet_3d_{split}_half.npz",
-                    {**arrays, "node_config_feat": arrays["node_config_feat"][rows],
-                     "config_runtime": arrays["config_runtime"][rows]})
-    print(_train_and_validate(split_root, "xla", "default", pathlib.Path(temporary) / "run_split", args)
-          .replace("tau layout", f"tau unet_3d.4x4.bf16 config split ({halves['train'].size} train / "
-                   f"{halves['valid'].size} valid configs) layout"), flush=True)
-
-
 def run_all(args) -> None:
   """Every figure, each in its own process."""
   sample = locations.SAMPLE_NPZ / "layout"
@@ -174,7 +148,7 @@ def run_all(args) -> None:
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("mode", choices=["score", "train", "generated_tau", "real_tau", "all"])
+  parser.add_argument("mode", choices=["score", "train", "generated_tau", "all"])
   parser.add_argument("--npz", help="score: the layout npz file")
   parser.add_argument("--npz_dir", help="train: a layout .../<split> directory of npz files")
   parser.add_argument("--stress_dir", help="all: also train on this directory (e.g. generate_stress.py output)")
@@ -189,9 +163,9 @@ def main():
   parser.add_argument("--units", type=int, default=64)
   parser.add_argument("--layers", type=int, default=3)
   parser.add_argument("--loss", default="pairwise_hinge:1")
-  parser.add_argument("--epochs", type=int, default=3, help="generated_tau, real_tau: training epochs")
+  parser.add_argument("--epochs", type=int, default=3, help="generated_tau: training epochs")
   args = parser.parse_args()
-  {"score": score, "train": train, "generated_tau": generated_tau, "real_tau": real_tau, "all": run_all}[args.mode](args)
+  {"score": score, "train": train, "generated_tau": generated_tau, "all": run_all}[args.mode](args)
 
 
 if __name__ == "__main__":
