@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from typing import Callable, Optional, Sequence, TextIO, TypeVar, Union
 
+from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
@@ -39,7 +40,7 @@ _VALIDATION_CHUNK_BYTES = 1 << 26
 _Result = TypeVar("_Result")
 
 
-class DownloadError(RuntimeError):
+class DownloadError(errors.InputError):
   """A release archive could not be fetched, verified, extracted or validated; says which."""
 
 

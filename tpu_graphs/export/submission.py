@@ -15,14 +15,14 @@ import dataclasses
 import pathlib
 from typing import Iterable, Mapping
 
-from tpu_graphs.data import npz
+from tpu_graphs.data import errors, npz
 
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 HEADER = ("ID", "TopConfigs")
 TILE_TOP_K = 5
 
 
-class SubmissionError(ValueError):
+class SubmissionError(errors.InputError):
   """A prediction row or file that Kaggle would reject or misread; names the file and row."""
 
 
