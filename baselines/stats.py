@@ -6,12 +6,10 @@
 Every file is validated on the way (config features are streamed, not loaded).
 """
 
-import sys
-
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import graphs
+from tpu_graphs.data import errors
 from tpu_graphs.data import statistics
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
@@ -19,12 +17,9 @@ _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs n
 
 def main(argv):
   del argv
-  try:
-    rows = statistics.directory_statistics(_DATA_DIR.value)
-  except graphs.GraphFileError as error:
-    sys.exit(f"stats: invalid file {error}")
+  rows = statistics.directory_statistics(_DATA_DIR.value)
   if not rows:
-    sys.exit(f"stats: no .npz files under {_DATA_DIR.value}")
+    raise errors.InputError(f"{_DATA_DIR.value}: no .npz files found")
   print(statistics.format_table(rows))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
@@ -171,9 +172,8 @@ def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, in
   structure_path = shard_dir / _shard_name("structure", index, count, ".tfrecord.gz")
   configs_path = shard_dir / _shard_name("configs", index, count, ".tfrecord.gz")
   entries = []
-  with npz.atomic_path(structure_path) as structure_tmp, npz.atomic_path(configs_path) as configs_tmp, \
-      tf.io.TFRecordWriter(str(structure_tmp), options) as structure_writer, \
-      tf.io.TFRecordWriter(str(configs_tmp), options) as configs_writer:
+  with _record_writer(structure_path, options) as structure_writer, \
+      _record_writer(configs_path, options) as configs_writer:
     for path, source in zip(files, sources):
       graph = npz.read_graph(path, collection=collection, split=split, stream_configs=True)
       structure, chunks = records.graph_records(graph, **settings)
@@ -200,6 +200,23 @@ def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, in
   }
   _write_json(shard_dir / _shard_name("shard", index, count, ".json"), shard)
   return shard
+
+
+@contextlib.contextmanager
+def _record_writer(path: pathlib.Path, options: tf.io.TFRecordOptions):
+  """A TFRecordWriter on a temporary beside `path`, renamed onto it if the block succeeds.
+
+  TensorFlow reports a failed write (a full disk) as an OpError naming the temporary; it becomes an
+  OSError naming `path`, like every other output error.
+  """
+  with npz.atomic_path(path) as temporary:
+    try:
+      with tf.io.TFRecordWriter(str(temporary), options) as writer:
+        yield writer
+    except tf.errors.OpError as error:
+      if str(temporary) not in error.message:
+        raise
+      raise OSError(errno.EIO, error.message.rsplit("; ", 1)[-1], str(path)) from None
 
 
 def _write_json(path: pathlib.Path, content) -> None:
