@@ -378,6 +378,9 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
 def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
   """Reads a .pb file holding a ModuleTuningData, TuningData or HloModuleProto."""
   path = pathlib.Path(path)
+  problem = errors.regular_file_problem(path)
+  if problem:
+    raise HloInputError(path, problem)
   try:
     data = path.read_bytes()
   except OSError as error:
