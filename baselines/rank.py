@@ -11,6 +11,7 @@ writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per 
 """
 
 import json
+import pathlib
 
 from absl import flags
 
@@ -40,6 +41,7 @@ def main(argv):
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
                    "best": [{"config": index, "score": score} for index, score in best]})
   if _JSON.value:
+    pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with npz.atomic_path(_JSON.value) as temporary:
       temporary.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {_JSON.value}")

@@ -246,8 +246,8 @@ class Downloader:
         aside = tar_path.with_name(f"{name}.corrupt")
         os.replace(tar_path, aside)
         if not kept:
-          raise type(error)(f"{error}\n{name}: moved to {aside}; a rerun fetches it again") from None
-        self._say(f"{error}\n{name}: kept from an earlier run but corrupt; moved to {aside}, fetching it again\n")
+          raise type(error)(f"{name}: corrupt, moved it to {aside} (a rerun fetches it again): {error}") from None
+        self._say(f"{name}: kept from an earlier run but corrupt, moved it to {aside}; fetching it again: {error}\n")
     record = {"archive": name, "url": remote.url, "size": remote.size, "md5": remote.md5,
               "files": {path.relative_to(self.dest).as_posix(): path.stat().st_size for path in files}}
     with npz.atomic_path(self.marker_path(name)) as temporary:

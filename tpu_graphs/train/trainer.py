@@ -76,15 +76,22 @@ def read_run_config(run_dir) -> Optional[dict]:
     raise RunDirectoryError(f"{path}: unreadable ({error})") from None
 
 
+def _flat(run_config: dict) -> dict:
+  """{"model.units": 64, ...}: nested settings (model, task_settings) as keys of their own."""
+  return {f"{key}.{inner}" if isinstance(value, dict) else key: inner_value
+          for key, value in run_config.items()
+          for inner, inner_value in (value.items() if isinstance(value, dict) else [(None, value)])}
+
+
 def check_resumable(run_dir, run_config: dict) -> None:
   """Raises RunDirectoryError, naming each difference, if run_dir holds a run configured otherwise
   than `run_config` (beyond RESUMABLE_CHANGES). Call it before writing anything into run_dir."""
   recorded = read_run_config(run_dir)
   if recorded is None:
     return
-  run_config = json.loads(json.dumps(run_config))  # compared as written: tuples become lists
-  changed = [f"{key} {recorded.get(key)!r} -> {run_config.get(key)!r}" for key in sorted(set(recorded) | set(run_config))
-             if key not in RESUMABLE_CHANGES and recorded.get(key) != run_config.get(key)]
+  recorded, wanted = _flat(recorded), _flat(json.loads(json.dumps(run_config)))  # as written: tuples become lists
+  changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
+             if key not in RESUMABLE_CHANGES and recorded.get(key) != wanted.get(key)]
   if changed:
     raise RunDirectoryError(f"{pathlib.Path(run_dir) / 'config.json'}: this run was configured otherwise "
                             f"({'; '.join(changed)}); use another run directory or delete this one")
