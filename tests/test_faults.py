@@ -40,7 +40,7 @@ import tile_test_data
 from tpu_graphs.data import convert, download, graphs, locations, npz
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-TRAINING_FLAGS = ["--epochs=3", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
+TRAINING_FLAGS = ["--epochs=2", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
                   "--learning_rate=3e-3", "--patience=3"]
 CONCURRENT_CASES = 3
 
@@ -126,7 +126,7 @@ def results(tmp_path_factory):
   "outcomes": {case name: Outcome}}. The download cases share the release server, so they run one
   after the other."""
   root = tmp_path_factory.mktemp("faults")
-  npz_root = write_tied_tile_tree(root, {"train": 40, "valid": 4, "test": 2})
+  npz_root = write_tied_tile_tree(root, {"train": 24, "valid": 4, "test": 2})
   convert.convert_directory(npz_root, root / "records", progress=False)
   release = root / "release"
   release.mkdir()
@@ -134,13 +134,14 @@ def results(tmp_path_factory):
   threading.Thread(target=server.serve_forever, daemon=True).start()
   workspace = Workspace(root, npz_root, root / "records" / "tile" / "xla", root / "whole", release,
                         f"http://127.0.0.1:{server.server_address[1]}")
-  downloads = [case for case in CASES if case.program == "download"]
+  cases = [case for case in CASES if not (case.unprivileged and os.geteuid() == 0)]
+  downloads = [case for case in cases if case.program == "download"]
   with concurrent.futures.ThreadPoolExecutor(CONCURRENT_CASES) as pool:
-    futures = {case.name: pool.submit(_run_case, workspace, case) for case in CASES
+    futures = {case.name: pool.submit(_run_case, workspace, case) for case in cases
                if not case.after_training and case not in downloads}
     sequence = pool.submit(lambda: [_run_case(workspace, case) for case in downloads])
     left_by_kill = _train_killed_and_whole(root, npz_root)
-    futures.update({case.name: pool.submit(_run_case, workspace, case) for case in CASES if case.after_training})
+    futures.update({case.name: pool.submit(_run_case, workspace, case) for case in cases if case.after_training})
     outcomes = {name: future.result() for name, future in futures.items()}
     outcomes.update(zip((case.name for case in downloads), sequence.result()))
   server.shutdown()
@@ -157,7 +158,7 @@ def test_run_killed_during_its_second_epoch_resumes_to_every_tensor_and_the_hist
     if name != "_CHECKPOINTABLE_OBJECT_GRAPH":
       np.testing.assert_array_equal(resumed.get_tensor(name), whole.get_tensor(name), err_msg=name)
   history = [json.loads((root / name / "history.json").read_text()) for name in ("whole", "resumed")]
-  assert [entry["epoch"] for entry in history[0]] == [0, 1, 2] and history[1] == history[0]
+  assert [entry["epoch"] for entry in history[0]] == [0, 1] and history[1] == history[0]
 
 
 # ---- The matrix. Each case prepares its inputs in its own folder and says how to call the program.
@@ -181,6 +182,7 @@ class Case:
   message: str  # regular expression a line of stderr must match: the problem, naming the input
   status: int = 1  # 0 where the correct result is expected
   after_training: bool = False  # uses the trained run (workspace.run)
+  unprivileged: bool = False  # root may write anywhere: the case runs only for other users
 
 
 def _tile_dir(folder: pathlib.Path, split: str = "valid") -> pathlib.Path:
@@ -238,6 +240,13 @@ def _predictions(workspace: Workspace, folder: pathlib.Path) -> pathlib.Path:
 def _old_submission(folder: pathlib.Path) -> pathlib.Path:
   path = folder / "submission.csv"
   path.write_text("ID,TopConfigs\nan earlier submission\n")
+  return path
+
+
+def _read_only_folder(folder: pathlib.Path) -> pathlib.Path:
+  path = folder / "read_only"
+  path.mkdir()
+  path.chmod(0o555)
   return path
 
 
@@ -452,10 +461,10 @@ CASES = [
     Case("convert_output_under_a_file", "convert",
          _with(lambda workspace, folder: [f"--input_dir={workspace.npz_root}", f"--output_dir={_a_file(folder)}/records"]),
          r"a_file/records.*: Not a directory|a_file: File exists"),
-    Case("tiles_train_out_dir_under_a_file", "tiles_train",
-         _with(lambda workspace, folder: [f"--data_root={workspace.npz_root}", f"--out_dir={_a_file(folder)}/run",
-                                          *TRAINING_FLAGS]),
-         r"a_file/run.*: Not a directory|a_file: File exists"),
+    Case("convert_into_a_read_only_folder", "convert",
+         _with(lambda workspace, folder: [f"--input_dir={workspace.npz_root}",
+                                          f"--output_dir={_read_only_folder(folder)}/records"]),
+         r"read_only/records.*: Permission denied", unprivileged=True),
     Case("combine_output_under_a_file", "combine_csvs",
          _combine(lambda workspace, folder: workspace.npz_root, output=lambda folder: _a_file(folder) / "submission.csv"),
          r"a_file: File exists|a_file.*: Not a directory"),
@@ -515,6 +524,8 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(case, results):
+  if case.name not in results["outcomes"]:
+    pytest.skip("root may write into read-only folders; run the tests as another user for this case")
   outcome = results["outcomes"][case.name]
   for completed in outcome.completed:
     report = f"exit {completed.returncode}\nstdout:\n{completed.stdout[-1500:]}\nstderr:\n{completed.stderr[-3000:]}"
