@@ -10,7 +10,9 @@
 * after each epoch: all configs of the validation graphs are scored, metrics land in the Keras
   logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
-  state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one;
+  state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one (the
+  losses and models draw nothing at random outside the checkpoint or the seeded inputs); a rerun
+  configured otherwise than the run's config.json is refused before anything is written;
 * at the end: the best weights are evaluated on validation (per-graph breakdown in
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
