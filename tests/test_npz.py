@@ -135,7 +135,7 @@ def test_failed_write_names_the_final_path_not_the_temporary(tmp_path):
   with pytest.raises(FileNotFoundError) as raised, npz.atomic_path(tmp_path / "missing" / "x.json"):
     pass
   assert raised.value.filename == str(tmp_path / "missing")
-  with pytest.raises(OSError) as raised, npz.atomic_path(tmp_path / "x.json") as temporary:
+  with pytest.raises(OSError) as raised, npz.atomic_path(tmp_path / "x.json"):
     raise OSError(errno.ENOSPC, "No space left on device")
   assert raised.value.filename == str(tmp_path / "x.json") and raised.value.errno == errno.ENOSPC
   assert not list(tmp_path.iterdir())
