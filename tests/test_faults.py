@@ -351,12 +351,10 @@ def prepare_changed_model_flags(workspace: Workspace, folder: pathlib.Path) -> C
   return Call(flags, kept=[workspace.run / "config.json", workspace.run / "checkpoints", workspace.run / "export"])
 
 
-def _input_with(kind: Callable[[pathlib.Path], None], name: str = "bad.npz"):
-  """prepare(): the convert/stats input tree holds `name` made by `kind` beside a good graph."""
-  def prepare(workspace: Workspace, folder: pathlib.Path) -> list[str]:
-    kind(_tile_dir(folder) / name)
-    return [str(folder / "npz")]
-  return prepare
+def _tree_with(kind: Callable[[pathlib.Path], None], folder: pathlib.Path) -> pathlib.Path:
+  """<folder>/npz: a tile tree holding bad.npz, made by `kind`, beside a good graph."""
+  kind(_tile_dir(folder) / "bad.npz")
+  return folder / "npz"
 
 
 def _flags(*flags: str):
@@ -379,13 +377,12 @@ def _with(make: Callable[[Workspace, pathlib.Path], list[str]], **call):
   return prepare
 
 
-def _stats_of(kind, name="bad.npz"):
-  return _with(lambda workspace, folder: [f"--data_dir={_input_with(kind, name)(workspace, folder)[0]}"])
+def _stats_of(kind):
+  return _with(lambda workspace, folder: [f"--data_dir={_tree_with(kind, folder)}"])
 
 
-def _convert_of(kind, name="bad.npz"):
-  return _with(lambda workspace, folder: [f"--input_dir={_input_with(kind, name)(workspace, folder)[0]}",
-                                          f"--output_dir={folder / 'records'}"])
+def _convert_of(kind):
+  return _with(lambda workspace, folder: [f"--input_dir={_tree_with(kind, folder)}", f"--output_dir={folder / 'records'}"])
 
 
 def _featurize_fifo(workspace, folder):
@@ -507,8 +504,6 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
   folder = workspace.root / "cases" / case.name
   folder.mkdir(parents=True)
   call = case.prepare(workspace, folder)
-  if isinstance(call, list):
-    call = Call(call)
   before = _contents(call.kept)
   with concurrent.futures.ThreadPoolExecutor(call.copies) as pool:
     completed = list(pool.map(lambda _: run_program(case.program, call.flags, call.file_size_limit),
