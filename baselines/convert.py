@@ -8,12 +8,11 @@ Rerunning after an interruption skips finished shards. See tpu_graphs/data/conve
 """
 
 import pathlib
-import sys
 
 from absl import flags
 
 from tpu_graphs.data import convert
-from tpu_graphs.data import graphs
+from tpu_graphs.data import errors
 from tpu_graphs.data import locations
 from tpu_graphs.data import records
 from tpu_graphs import programs
@@ -27,6 +26,8 @@ _CHUNK_KB = flags.DEFINE_integer("chunk_kb", records.DEFAULT_CHUNK_BYTES >> 10,
                                  "Most kilobytes of config features per config-chunk record.")
 _SHARD_MB = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20,
                                  "Target npz megabytes per shard.")
+programs.require_at_least(1, _CONFIGS_PER_CHUNK, _CHUNK_KB)
+programs.require_at_least(0, _SHARD_MB)
 
 
 def summary_table(summary: convert.ConversionSummary) -> str:
@@ -45,12 +46,9 @@ def main(argv):
   del argv
   input_dir = pathlib.Path(_INPUT_DIR.value)
   if not input_dir.is_dir():
-    sys.exit(f"convert: input directory {input_dir} not found; pass --input_dir=<a TpuGraphs npz tree>")
-  try:
-    summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, _CONFIGS_PER_CHUNK.value,
-                                        _CHUNK_KB.value << 10, _SHARD_MB.value << 20)
-  except graphs.GraphFileError as error:
-    sys.exit(f"convert: invalid input file {error}")
+    raise errors.InputError(f"{input_dir}: input directory not found; pass --input_dir=<a TpuGraphs npz tree>")
+  summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, _CONFIGS_PER_CHUNK.value,
+                                      _CHUNK_KB.value << 10, _SHARD_MB.value << 20)
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already "
         f"converted, from {input_dir}\n")
   print(summary_table(summary))

@@ -15,8 +15,6 @@ machines, --npz_dir and --output_dir must be on a file system every worker mount
 See tpu_graphs/beam_pipeline.py and the README's "Scale-out: Beam".
 """
 
-import sys
-
 from absl import flags
 from apache_beam.options import pipeline_options
 
@@ -39,17 +37,16 @@ _CHUNK_KB = flags.DEFINE_integer("chunk_kb", records.DEFAULT_CHUNK_BYTES >> 10,
 _SHARD_MB = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20,
                                  "Target npz megabytes per shard.")
 flags.mark_flag_as_required("npz_dir")
+programs.require_at_least(1, _CONFIGS_PER_CHUNK, _CHUNK_KB)
+programs.require_at_least(0, _SHARD_MB)
 
 
 def main(argv):
   options = pipeline_options.PipelineOptions(argv[1:])
-  try:
-    summary = beam_pipeline.run_conversion(
-        _NPZ_DIR.value, _OUTPUT_DIR.value, options, input_pb_glob=_INPUT_PB_GLOB.value,
-        labelled_split=_LABELLED_SPLIT.value, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
-        chunk_bytes=_CHUNK_KB.value << 10, shard_bytes=_SHARD_MB.value << 20)
-  except FileNotFoundError as error:
-    sys.exit(f"convert_beam: {error}")
+  summary = beam_pipeline.run_conversion(
+      _NPZ_DIR.value, _OUTPUT_DIR.value, options, input_pb_glob=_INPUT_PB_GLOB.value,
+      labelled_split=_LABELLED_SPLIT.value, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
+      chunk_bytes=_CHUNK_KB.value << 10, shard_bytes=_SHARD_MB.value << 20)
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already converted, "
         f"from {_NPZ_DIR.value}")
   for group in summary.groups:

@@ -8,9 +8,9 @@ Interrupted runs continue where they stopped; finished archives are skipped on a
 
 import sys
 
-from absl import app
 from absl import flags
 
+from tpu_graphs import programs
 from tpu_graphs.data import download
 from tpu_graphs.data import graphs
 from tpu_graphs.data import statistics
@@ -21,24 +21,20 @@ _SPLITS = flags.DEFINE_list("splits", list(graphs.SPLITS), "Splits to fetch: tra
 _DEST = flags.DEFINE_string("dest", "~/data/tpugraphs", "Data root; the npz/ tree is extracted under it.")
 _BASE_URL = flags.DEFINE_string("base_url", download.RELEASE_URL, "Where the release's tar files are.")
 _LIST = flags.DEFINE_bool("list", False, "Only print the archives that would be fetched, with their sizes.")
+programs.check_flag(_COLLECTIONS, lambda collections: [download.archive_name(c, "train") for c in collections])
+programs.check_flag(_SPLITS, lambda splits: [download.archive_name("tile:xla", s) for s in splits])
 
 
 def main(argv):
   del argv
   wanted = [(collection, split) for collection in _COLLECTIONS.value for split in _SPLITS.value]
-  try:
-    names = [download.archive_name(collection, split) for collection, split in wanted]
-  except ValueError as error:
-    raise app.UsageError(str(error)) from None
+  names = [download.archive_name(collection, split) for collection, split in wanted]
   downloader = download.Downloader(_DEST.value, base_url=_BASE_URL.value, progress=sys.stderr)
-  try:
-    if _LIST.value:
-      list_archives(downloader, names)
-      return
-    for collection, split in wanted:
-      downloader.install(collection, split)
-  except download.DownloadError as error:
-    sys.exit(f"download failed: {error}")
+  if _LIST.value:
+    list_archives(downloader, names)
+    return
+  for collection, split in wanted:
+    downloader.install(collection, split)
   print(statistics.format_table(statistics.directory_statistics(downloader.dest / "npz")))
 
 
@@ -55,4 +51,4 @@ def list_archives(downloader: download.Downloader, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  programs.run(main)

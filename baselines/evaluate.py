@@ -11,13 +11,12 @@ with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.cs
 
 import json
 import pathlib
-import sys
 
 from absl import flags
 import tensorflow as tf
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, graphs, locations, npz
+from tpu_graphs.data import convert, errors, graphs, locations, npz
 from tpu_graphs.train import tasks, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", "tile:xla", ["tile:xla"] + [
@@ -28,6 +27,7 @@ _RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
+programs.require_at_least(1, _CONFIGS_PER_CHUNK)
 
 
 def main(argv):
@@ -37,20 +37,18 @@ def main(argv):
   relative = pathlib.Path(*_COLLECTION.value.split(":"), _SPLIT.value)
   split_dir = pathlib.Path(_DATA_ROOT.value) / relative
   if not (run_dir / "model").is_dir():
-    sys.exit(f"evaluate: {run_dir / 'model'} not found; train with baselines/tiles_train.py or layout_train.py first")
+    raise errors.InputError(f"{run_dir / 'model'}: not found; train with baselines/tiles_train.py or layout_train.py first")
   if not split_dir.is_dir():
-    sys.exit(f"evaluate: {split_dir} not found; pass --data_root=<TpuGraphs npz tree>")
+    raise errors.InputError(f"{split_dir}: not found; pass --data_root=<TpuGraphs npz tree>")
+  run_config = trainer.read_run_config(run_dir) or {}
+  task_class = tasks.LayoutTask if graphs.collection_kind(_COLLECTION.value) == "layout" else tasks.TileTask
+  if run_config.get("task", task_class.__name__) != task_class.__name__:
+    raise errors.InputError(f"{run_dir}: trained a {run_config['task']}, which cannot score {_COLLECTION.value} "
+                            f"graphs; pass the --collection it was trained on")
+  task = task_class(**run_config.get("task_settings", {}))  # reads the graphs as the run did (e.g. pruned)
   out_dir.mkdir(parents=True, exist_ok=True)
-  try:
-    chunking = {"configs_per_chunk": _CONFIGS_PER_CHUNK.value} if _COLLECTION.value.startswith("layout") else {}
-    convert.convert_directory(split_dir, out_dir / "records", **chunking)
-  except graphs.GraphFileError as error:
-    sys.exit(f"evaluate: invalid input file {error}")
-  if _COLLECTION.value.startswith("layout"):  # read the graphs as the run did (e.g. pruned)
-    run_config = json.loads((run_dir / "config.json").read_text()) if (run_dir / "config.json").exists() else {}
-    task = tasks.LayoutTask(**run_config.get("task_settings", {}))
-  else:
-    task = tasks.TileTask()
+  chunking = {"configs_per_chunk": _CONFIGS_PER_CHUNK.value} if task.kind == "layout" else {}
+  convert.convert_directory(split_dir, out_dir / "records", **chunking)
   scorer = tf.keras.models.load_model(str(run_dir / "model"))
   scored = trainer.score_records(task, scorer, out_dir / "records" / relative,
                                  batch_size=1 if task.kind == "layout" else 8)

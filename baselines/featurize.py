@@ -10,12 +10,10 @@ See tpu_graphs/hlo/featurize.py.
 """
 
 import pathlib
-import sys
 
-from absl import app
 from absl import flags
 
-from tpu_graphs.data import graphs
+from tpu_graphs import programs
 from tpu_graphs.data import npz
 from tpu_graphs.hlo import featurize
 
@@ -27,10 +25,7 @@ flags.mark_flag_as_required("input")
 
 def main(argv):
   del argv
-  try:
-    featurized = featurize.graphs_from_file(_INPUT.value, kernels=_KERNELS.value)
-  except (featurize.HloInputError, graphs.GraphFileError) as error:
-    sys.exit(f"featurize: {error}")
+  featurized = featurize.graphs_from_file(_INPUT.value, kernels=_KERNELS.value)
   output_dir = pathlib.Path(_OUTPUT_DIR.value)
   for graph in featurized:
     path = output_dir / f"{graph.graph_id.replace('/', '_')}.npz"
@@ -40,4 +35,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  programs.run(main)

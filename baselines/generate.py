@@ -23,6 +23,7 @@ _SEED = flags.DEFINE_integer("seed", 0, "Generation seed.")
 _ARCHITECTURES = flags.DEFINE_list("architectures", None, "Zoo architectures to generate (default all).")
 _CONFIGS_PER_GRAPH = flags.DEFINE_integer(
     "configs_per_graph", None, f"Layout configs per graph (default: the scale's; at most {generate.MAX_CONFIGS}).")
+programs.require_at_least(1, _CONFIGS_PER_GRAPH)
 
 
 def progress_bar(start: float):

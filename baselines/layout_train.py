@@ -23,15 +23,14 @@ first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_di
 import dataclasses
 import json
 import pathlib
-import sys
 
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import graphs, locations
+from tpu_graphs.data import locations
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn, layout_model
-from tpu_graphs.train import experiments, strategies
+from tpu_graphs.train import experiments, losses, strategies
 
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
 _SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
@@ -80,6 +79,8 @@ _PATIENCE = flags.DEFINE_integer("patience", _RECIPE["patience"], "Epochs withou
                                  "stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+programs.require_at_least(1, _EPOCHS, _BATCH_SIZE, _CONFIGS_PER_GRAPH, _CONFIGS_PER_CHUNK, _UNITS, _LAYERS, _PATIENCE)
+programs.check_flag(_LOSS, losses.parse_loss_spec)
 
 
 def main(argv):
@@ -99,12 +100,9 @@ def main(argv):
       normalize=_NORMALIZE.value, segment_size=_SEGMENT_SIZE.value or None, configs_per_chunk=_CONFIGS_PER_CHUNK.value,
       graph_norm=_GRAPH_NORM.value, cross_config_attention=_CROSS_CONFIG_ATTENTION.value,
       config_encodings=tuple(_CONFIG_ENCODINGS.value))
-  try:
-    result = experiments.train_collection(collection, _DATA_ROOT.value, out_dir, training, model,
-                                          records_dir=_RECORDS_DIR.value, strategy=strategy,
-                                          exporters=[saved_model.export_to_run_directory])
-  except (graphs.GraphFileError, FileNotFoundError) as error:
-    sys.exit(f"layout_train: {error}")
+  result = experiments.train_collection(collection, _DATA_ROOT.value, out_dir, training, model,
+                                        records_dir=_RECORDS_DIR.value, strategy=strategy,
+                                        exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

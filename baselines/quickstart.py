@@ -15,14 +15,13 @@ report.md with plots. Rerunning resumes finished work (converted shards, trained
 import dataclasses
 import json
 import pathlib
-import sys
 import time
 
 import numpy as np
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import graphs, locations, npz
+from tpu_graphs.data import errors, graphs, locations, npz
 from tpu_graphs.export import ranker, report, saved_model, submission
 from tpu_graphs.train import experiments, strategies, tasks
 
@@ -84,7 +83,7 @@ def main(argv):
   data_root, out_dir = pathlib.Path(_DATA_ROOT.value).resolve(), pathlib.Path(_OUT_DIR.value)
   missing = [c for c in submission.COLLECTIONS if not (experiments.collection_directory(data_root, c) / "train").is_dir()]
   if missing:
-    sys.exit(f"quickstart: {data_root} lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
+    raise errors.InputError(f"{data_root}: lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
   results, test_results, prediction_files = [], [], []
   for step, collection in enumerate(submission.COLLECTIONS, start=1):
     kind = graphs.collection_kind(collection)

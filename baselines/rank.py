@@ -11,7 +11,7 @@ writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per 
 """
 
 import json
-import sys
+import pathlib
 
 from absl import flags
 
@@ -26,15 +26,13 @@ _JSON = flags.DEFINE_string("json", None, "Also write the best configs of every 
 _KERNELS = flags.DEFINE_bool("kernels", False, "For a bare HloModuleProto: rank the tile configs of each fusion.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
+programs.require_at_least(1, _TOP, _CONFIGS_PER_CALL)
 
 
 def main(argv):
   del argv
-  try:
-    model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
-    rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value)
-  except (FileNotFoundError, ValueError) as error:  # GraphFileError, HloInputError are ValueErrors
-    sys.exit(f"rank: {error}")
+  model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
+  rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value)
   result = []
   for ranking in rankings:
     best = ranking.best(_TOP.value)
@@ -43,6 +41,7 @@ def main(argv):
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
                    "best": [{"config": index, "score": score} for index, score in best]})
   if _JSON.value:
+    pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with npz.atomic_path(_JSON.value) as temporary:
       temporary.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {_JSON.value}")

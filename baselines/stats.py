@@ -13,13 +13,13 @@ Every file is validated on the way (config features are streamed, not loaded).
 """
 
 import pathlib
-import sys
 from typing import Optional
 
 import numpy as np
 from absl import flags
 
 from tpu_graphs import programs
+from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import npz
@@ -58,17 +58,14 @@ def median(values, template: str) -> str:
 def main(argv):
   del argv
   root = pathlib.Path(_DATA_DIR.value)
-  try:
-    rows = statistics.directory_statistics(root)
-    if not rows:
-      sys.exit(f"stats: no .npz files under {root}")
-    print(statistics.format_table(rows))
-    order = [(row.collection, row.split) for row in rows if graphs.collection_kind(row.collection) == "layout"]
-    if order:
-      print()
-      print(layout_search_table(root, order))
-  except graphs.GraphFileError as error:
-    sys.exit(f"stats: invalid file {error}")
+  rows = statistics.directory_statistics(root)
+  if not rows:
+    raise errors.InputError(f"{root}: no .npz files found")
+  print(statistics.format_table(rows))
+  order = [(row.collection, row.split) for row in rows if graphs.collection_kind(row.collection) == "layout"]
+  if order:
+    print()
+    print(layout_search_table(root, order))
 
 
 if __name__ == "__main__":

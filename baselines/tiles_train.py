@@ -17,15 +17,14 @@ and non-chief workers write their copy under <out_dir>/workers/<index>/.
 
 import json
 import pathlib
-import sys
 
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import graphs, locations
+from tpu_graphs.data import locations
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn, tile_model
-from tpu_graphs.train import experiments, strategies
+from tpu_graphs.train import experiments, losses, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/{train,valid,test}.")
 _RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
@@ -43,6 +42,8 @@ _LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
 _PATIENCE = flags.DEFINE_integer("patience", 5, "Epochs without a better validation tile score before stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+programs.require_at_least(1, _EPOCHS, _BATCH_SIZE, _CONFIGS_PER_GRAPH, _UNITS, _LAYERS, _PATIENCE)
+programs.check_flag(_LOSS, losses.parse_loss_spec)
 
 
 def main(argv):
@@ -55,12 +56,9 @@ def main(argv):
               "seed": _SEED.value}
   model = experiments.ModelSettings(units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
                                     join=_JOIN.value)
-  try:
-    result = experiments.train_collection("tile:xla", _DATA_ROOT.value, out_dir, training, model,
-                                          records_dir=_RECORDS_DIR.value, strategy=strategy,
-                                          exporters=[saved_model.export_to_run_directory])
-  except (graphs.GraphFileError, FileNotFoundError) as error:
-    sys.exit(f"tiles_train: {error}")
+  result = experiments.train_collection("tile:xla", _DATA_ROOT.value, out_dir, training, model,
+                                        records_dir=_RECORDS_DIR.value, strategy=strategy,
+                                        exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   print(f"run directory: {out_dir}")

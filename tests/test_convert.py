@@ -6,12 +6,14 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import sample_data
+import tile_test_data
 from tpu_graphs.data import convert, graphs, npz, records
 
 
@@ -112,6 +114,32 @@ def test_file_outside_the_standard_tree_is_named(tmp_path):
   np.savez(tmp_path / "npz/stray.npz", x=np.zeros(3))
   with pytest.raises(graphs.GraphFileError, match="stray.npz: cannot tell collection and split"):
     convert.convert_directory(tmp_path / "npz", tmp_path / "out", progress=False)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "overwrite"])
+def test_damaged_record_file_of_a_finished_shard_is_converted_again(tmp_path, damage):
+  source = tile_test_data.write_tile_tree(tmp_path, {"train": 6, "valid": 2})
+  convert.convert_directory(source, tmp_path / "out", progress=False)
+  intact = tree_bytes(tmp_path / "out")
+  damaged = tmp_path / "out/tile/xla/train/configs-00000-of-00001.tfrecord.gz"
+  content = damaged.read_bytes()
+  damaged.write_bytes(content[:len(content) // 2] if damage == "truncate" else content[:-8] + bytes(8))
+  again = convert.convert_directory(source, tmp_path / "out", progress=False)
+  assert (again.graphs_written, again.graphs_skipped) == (6, 2)
+  assert tree_bytes(tmp_path / "out") == intact
+
+
+def test_a_second_converter_waits_for_the_first_instead_of_deleting_its_temporaries(tmp_path):
+  source = tile_test_data.write_tile_tree(tmp_path, {"valid": 2})
+  folder = tmp_path / "out/tile/xla/valid"
+  with convert.exclusive_shard_dir(folder):  # another converter is writing
+    (folder / ".configs-00000-of-00001.tfrecord.gz.x.tmp").write_text("being written")
+    second = threading.Thread(target=convert.convert_directory, args=(source, tmp_path / "out"), kwargs={"progress": False})
+    second.start()
+    second.join(timeout=2)
+    assert second.is_alive() and (folder / ".configs-00000-of-00001.tfrecord.gz.x.tmp").exists()
+  second.join(timeout=60)
+  assert not second.is_alive() and (folder / "manifest.json").exists()
 
 
 if __name__ == "__main__":

@@ -102,5 +102,19 @@ def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   assert metrics.kendall_tau(graph.config_runtime[rows["test"]], scores) > 0.5
 
 
+def test_segment_draws_resume_from_a_checkpoint_as_they_would_have_continued(tmp_path):
+  node_feat, edges, configurable, node_config_feat = _chain_program(num_nodes=200)
+  graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(200, np.uint8), edges,
+                                           node_config_ids=configurable, node_config_feat=node_config_feat)
+  sampler = layout_model.SegmentSampler(10)
+  sampler(graph, training=True)
+  path = tf.train.Checkpoint(sampler=sampler).write(str(tmp_path / "checkpoint"))
+  continued = [np.flatnonzero(sampler(graph, training=True).numpy())[0] for _ in range(5)]
+  restored = layout_model.SegmentSampler(10)  # as a new process would build it
+  tf.train.Checkpoint(sampler=restored).read(path).assert_consumed()
+  assert [np.flatnonzero(restored(graph, training=True).numpy())[0] for _ in range(5)] == continued
+  assert len(set(continued)) > 1
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -138,7 +138,7 @@ def test_segment_mask_picks_one_whole_segment_per_graph():
   graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(60, np.uint8), edges,
                                            node_config_ids=configurable, node_config_feat=node_config_feat)
   for seed in range(5):
-    mask = layout_preprocessing.segment_training_mask(graph, 25, seed=seed).numpy()
+    mask = layout_preprocessing.segment_training_mask(graph, 25, tf.random.Generator.from_seed(seed)).numpy()
     segment = np.flatnonzero(mask) // 25
     assert np.unique(segment).size == 1
     assert mask.sum() == (25 if segment[0] < 2 else 10)

@@ -44,5 +44,21 @@ def test_mix_is_weighted_sum_of_tf_ranking_losses_per_list():
   assert mix == pytest.approx((0.5 * hinge + 2 * mse) / 2, rel=1e-5)
 
 
+def test_listmle_breaks_ties_by_position_whatever_the_random_state():
+  labels = tf.constant([[1.0, 1.0, 0.0, 1.0, -1.0], [0.5, 0.5, 0.5, 0.5, 0.5]])
+  logits = tf.constant([[0.3, -0.2, 0.9, 0.1, 2.0], [0.5, -1.0, 0.2, 0.0, 1.0]])
+  loss = losses.WeightedRankingLoss("listmle:1").call
+  values = []
+  for seed in (0, 1, 2):
+    tf.random.set_seed(seed)
+    values.append(loss(labels, logits).numpy())
+  np.testing.assert_array_equal(values[0], values[1])
+  np.testing.assert_array_equal(values[0], values[2])
+  # Slots tied at the same label rank in slot order, as if the labels had been:
+  untied = tf.constant([[4.0, 3.0, 1.0, 2.0, -1.0], [5.0, 4.0, 3.0, 2.0, 1.0]])
+  expected = tfr.keras.losses.ListMLELoss(reduction="none")(untied, logits).numpy().reshape(-1)
+  np.testing.assert_allclose(values[0], expected, rtol=1e-6)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -1,6 +1,10 @@
 """npz I/O: exact reads of the real release, streamed config arrays, deterministic atomic writes."""
 
+import errno
+import os
+import pathlib
 import sys
+import zipfile
 
 import numpy as np
 import pytest
@@ -72,6 +76,69 @@ def test_failed_write_leaves_no_file(tmp_path):
   with pytest.raises(RuntimeError):
     npz.write_npz(tmp_path / "x.npz", {"x": ((4, 3), np.float32, failing_chunks)})
   assert list(tmp_path.iterdir()) == []
+
+
+def _tile_arrays(num_configs: int = 200) -> dict:
+  rng = np.random.default_rng(0)
+  return {"node_feat": rng.normal(size=(3, 140)).astype(np.float32), "node_opcode": np.array([1, 2, 3], np.uint8),
+          "edge_index": np.array([[1, 0], [2, 1]], np.int64),
+          "config_feat": rng.normal(size=(num_configs, 24)).astype(np.float32),
+          "config_runtime": np.arange(1, num_configs + 1, dtype=np.int64),
+          "config_runtime_normalizers": np.ones(num_configs, np.int64)}
+
+
+@pytest.mark.parametrize("make, problem", [
+    (os.mkfifo, "a FIFO"), (lambda path: path.mkdir(), "a directory"),
+    (lambda path: path.symlink_to(path.with_name("gone.npz")), "a dangling symbolic link")])
+def test_special_files_are_refused_without_opening_them(tmp_path, make, problem):
+  make(tmp_path / "x.npz")
+  with pytest.raises(graphs.GraphFileError, match=f"x.npz: {problem}"):
+    npz.read_graph(tmp_path / "x.npz", collection="tile:xla")
+
+
+def test_header_promising_more_than_the_member_holds_is_refused_before_allocating(tmp_path):
+  arrays = _tile_arrays()
+  with zipfile.ZipFile(tmp_path / "huge.npz", "w") as archive:
+    for name, array in arrays.items():
+      with archive.open(name + ".npy", "w") as stream:
+        header = {"descr": "<f4", "fortran_order": False, "shape": (1 << 40, 24)} if name == "config_feat" else None
+        if header:
+          np.lib.format.write_array_header_1_0(stream, header)
+          stream.write(array.tobytes())
+        else:
+          np.lib.format.write_array(stream, array)
+  for stream_configs in (False, True):
+    with pytest.raises(graphs.GraphFileError, match=r"'config_feat' header promises a 1099511627776x24 float32 array"):
+      npz.read_graph(tmp_path / "huge.npz", collection="tile:xla", stream_configs=stream_configs)
+
+
+def test_crc_error_found_while_streaming_names_the_file_and_array(tmp_path):
+  arrays = _tile_arrays()
+  npz.write_npz(tmp_path / "crc.npz", arrays, compress=False)
+  content = bytearray((tmp_path / "crc.npz").read_bytes())
+  content[bytes(content).find(arrays["config_feat"].tobytes()[-64:]) + 32] ^= 0xFF
+  (tmp_path / "crc.npz").write_bytes(bytes(content))
+  graph = npz.read_graph(tmp_path / "crc.npz", collection="tile:xla", split="valid", stream_configs=True)
+  with pytest.raises(graphs.GraphFileError, match=r"crc.npz: 'config_feat' is unreadable \(BadZipFile: Bad CRC-32"):
+    list(graph.config_feat.iter_chunks(50))
+
+
+def test_atomic_write_refuses_to_replace_a_device_or_folder(tmp_path):
+  (tmp_path / "folder").mkdir()
+  for target in [tmp_path / "folder"] + [pathlib.Path("/dev/full")] * os.path.exists("/dev/full"):
+    with pytest.raises(FileExistsError, match="refusing to replace it"), npz.atomic_path(target) as temporary:
+      temporary.write_text("never")
+  assert [p.name for p in tmp_path.iterdir()] == ["folder"] and not list((tmp_path / "folder").iterdir())
+
+
+def test_failed_write_names_the_final_path_not_the_temporary(tmp_path):
+  with pytest.raises(FileNotFoundError) as raised, npz.atomic_path(tmp_path / "missing" / "x.json"):
+    pass
+  assert raised.value.filename == str(tmp_path / "missing")
+  with pytest.raises(OSError) as raised, npz.atomic_path(tmp_path / "x.json"):
+    raise OSError(errno.ENOSPC, "No space left on device")
+  assert raised.value.filename == str(tmp_path / "x.json") and raised.value.errno == errno.ENOSPC
+  assert not list(tmp_path.iterdir())
 
 
 def test_infers_collection_and_split_from_path():

@@ -3,7 +3,6 @@
 import shutil
 import sys
 
-import numpy as np
 import pytest
 
 import sample_data

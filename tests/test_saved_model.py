@@ -133,6 +133,41 @@ def test_edge_index_out_of_range_is_rejected_naming_the_input(tile_run):
           edge_index=tf.constant([[1, 5]], tf.int64), config_feat=tf.ones([3, graphs.TILE_CONFIG_FEATURE_WIDTH]))
 
 
+def _tile_arrays(**replaced) -> dict:
+  arrays = {"node_feat": np.ones([3, graphs.NODE_FEATURE_WIDTH], np.float32), "node_opcode": np.array([1, 2, 3], np.uint8),
+            "edge_index": np.array([[1, 0], [2, 1]], np.int64),
+            "config_feat": np.ones([4, graphs.TILE_CONFIG_FEATURE_WIDTH], np.float32)}
+  return {name: tf.constant(value) for name, value in {**arrays, **replaced}.items()}
+
+
+@pytest.mark.parametrize("replaced, message", [
+    ({"node_feat": np.full([3, 140], np.nan, np.float32)}, "node_feat holds NaN or infinite values"),
+    ({"config_feat": np.full([4, 24], np.inf, np.float32)}, "config_feat holds NaN or infinite values"),
+    ({"node_feat": np.zeros([0, 140], np.float32), "node_opcode": np.zeros([0], np.uint8),
+      "edge_index": np.zeros([0, 2], np.int64)}, "node_feat has no rows: a graph needs at least one node"),
+    ({"node_feat": np.ones([3, 139], np.float32)}, "node_feat must have 140 features per row"),
+    ({"config_feat": np.ones([4, 23], np.float32)}, "config_feat must have 24 features per row"),
+    ({"node_opcode": np.array([1, 2], np.uint8)}, "node_opcode must have one entry per row of node_feat"),
+], ids=["nan_node_feat", "inf_config_feat", "no_nodes", "node_feat_width", "config_feat_width", "opcode_length"])
+def test_plain_signature_refuses_input_it_cannot_score_naming_it(tile_run, replaced, message):
+  run_dir, _ = tile_run
+  serve = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+  assert serve(**_tile_arrays())["scores"].shape == (4,)
+  with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+    serve(**_tile_arrays(**replaced))
+
+
+def test_examples_signature_refuses_nan_features(tile_run):
+  run_dir, _ = tile_run
+  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILES[1]))
+  graph = dataclasses.replace(graph, config_feat=np.where(np.arange(graph.num_configs)[:, None] == 3, np.nan,
+                                                          graph.config_feat).astype(np.float32))
+  examples = [records.serialize(joined) for joined in _joined_graphs("tile", graph)]
+  with pytest.raises(tf.errors.InvalidArgumentError, match="examples: node set 'config' feat holds NaN"):
+    loaded.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant(examples))
+
+
 def test_unknown_collection_kind_is_rejected(tile_run):
   _, scorer = tile_run
   with pytest.raises(ValueError, match="unknown collection kind 'kernel'"):

@@ -80,6 +80,27 @@ def test_malformed_rows_are_named(tmp_path, rows, header, message):
   assert "bad.csv" in str(caught.value)
 
 
+def test_csv_that_is_not_utf8_is_named(tmp_path):
+  path = tmp_path / "latin1.csv"
+  path.write_bytes("ID,TopConfigs\ntile:xla:caf\xe9,0;1;2;3;4\n".encode("latin-1"))
+  with pytest.raises(submission.SubmissionError, match=r"latin1\.csv: not UTF-8 text"):
+    submission.read_predictions(path)
+  (tmp_path / "runs/a").mkdir(parents=True)
+  path.rename(tmp_path / "runs/a/predictions.csv")
+  with pytest.raises(submission.SubmissionError, match=r"a/predictions\.csv: not UTF-8 text"):
+    submission.newest_prediction_files(tmp_path / "runs")
+
+
+def test_nothing_to_validate_against_or_to_combine_writes_nothing(data_root, tmp_path):
+  (tmp_path / "empty").mkdir()
+  path = write_csv(tmp_path / "tile.csv", good_rows()[:6])
+  with pytest.raises(submission.SubmissionError, match=r"empty: no test-split \.npz files"):
+    submission.combine([path], tmp_path / "empty", tmp_path / "submission.csv")
+  with pytest.raises(submission.SubmissionError, match="no prediction files"):
+    submission.combine([], data_root, tmp_path / "submission.csv")
+  assert not (tmp_path / "submission.csv").exists()
+
+
 def write_run(root, name, rows):
   (root / name).mkdir(parents=True)
   return write_csv(root / name / "predictions.csv", rows)

@@ -115,6 +115,18 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(records, tmp_
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_resuming_a_run_configured_otherwise_is_refused_naming_each_difference(tmp_path):
+  recorded = {"epochs": 3, "batch_size": 4, "train_dir": "a", "model": {"units": 16, "join": "late"}}
+  (tmp_path / "config.json").write_text(json.dumps(recorded))
+  trainer.check_resumable(tmp_path, {**recorded, "epochs": 10, "train_dir": "b"})  # longer, data moved: resumable
+  with pytest.raises(trainer.RunDirectoryError,
+                     match=r"config\.json: this run was configured otherwise \(batch_size 4 -> 8; model\.units 16 -> 32\)"):
+    trainer.check_resumable(tmp_path, {**recorded, "batch_size": 8, "model": {"units": 32, "join": "late"}})
+  (tmp_path / "config.json").write_text("{")
+  with pytest.raises(trainer.RunDirectoryError, match=r"config\.json: unreadable"):
+    trainer.check_resumable(tmp_path, recorded)
+
+
 def test_mirrored_strategy_on_two_cpus_follows_the_default_loss_curve(records, tmp_path):
   if len(tf.config.list_logical_devices("CPU")) < 2:  # TensorFlow started before this module
     completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,

@@ -85,7 +85,8 @@ def plan_conversion(npz_dir: pathlib.Path, output_dir: pathlib.Path, shard_bytes
   """
   planned = []
   for group in convert.find_source_groups(npz_dir):
-    convert.prepare_shard_dir(output_dir / group.relative_dir)
+    with convert.exclusive_shard_dir(output_dir / group.relative_dir):  # not while convert.py writes there
+      convert.prepare_shard_dir(output_dir / group.relative_dir)
     shards = convert.plan_shards(group.files, shard_bytes)
     planned += [PlannedShard(group.collection, group.split, group.relative_dir, index, len(shards), tuple(files))
                 for index, files in enumerate(shards)]

@@ -1,29 +1,80 @@
-"""What every program in baselines/ shares: start in the caller's directory, quiet logs, absl flags.
+"""What every program in baselines/ shares: start in the caller's directory, quiet logs, absl flags,
+flags checked as they are parsed, and expected failures reported as one line.
 
 `bazel run` starts a program inside its runfiles tree; relative paths on the command line are
 meant relative to where the user typed the command, which Bazel passes as
 BUILD_WORKING_DIRECTORY. TensorFlow's INFO chatter (SavedModel assets, retracing notes) would
 bury the programs' own progress lines, so it is limited to warnings unless asked for.
+
+A failure the user can fix (an InputError from any stage: a bad file, flag, run directory or
+download; an OSError: a missing, unwritable or full output path) ends the program with
+`<program>: <file>: <problem>` on stderr and exit status 1, never a traceback. Anything else is a
+bug and keeps its traceback.
 """
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # before TensorFlow loads its C++ runtime
 
+import pathlib  # pylint: disable=g-import-not-at-top
+import sys  # pylint: disable=g-import-not-at-top
+from typing import Callable, Optional  # pylint: disable=g-import-not-at-top
+
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 
+from tpu_graphs.data import errors  # pylint: disable=g-import-not-at-top
+
+
+def failure_line(error: BaseException) -> Optional[str]:
+  """The one-line report of an expected failure ('<file>: <problem>'), or None for a bug."""
+  if isinstance(error, errors.InputError):
+    return str(error)
+  if isinstance(error, OSError):
+    problem = error.strerror or str(error)
+    if error.filename is None:
+      return problem
+    target = f" -> {error.filename2}" if error.filename2 is not None else ""
+    return f"{error.filename}{target}: {problem}"
+  return None
+
 
 def run(main) -> None:
-  """absl's app.run, after moving to the directory `bazel run` was called from (if any)."""
+  """absl's app.run, after moving to the directory `bazel run` was called from (if any); expected
+  failures end the program with one line (failure_line) and exit status 1."""
   user_directory = os.environ.get("BUILD_WORKING_DIRECTORY")
   if user_directory:
     os.chdir(user_directory)
+  program = pathlib.Path(sys.argv[0]).stem
 
-  def quiet_main(argv):
+  def reporting_main(argv):
     if not flags.FLAGS["verbosity"].present:
       logging.set_verbosity(logging.WARNING)
-    return main(argv)
+    try:
+      return main(argv)
+    except (errors.InputError, OSError) as error:
+      sys.stderr.flush()
+      sys.exit(f"{program}: {failure_line(error)}")
 
-  app.run(quiet_main)
+  app.run(reporting_main)
+
+
+def require_at_least(minimum: int, *holders: flags.FlagHolder) -> None:
+  """Refuses, at parse time, a value below `minimum` for each of the integer flags `holders`."""
+  for holder in holders:
+    flags.register_validator(holder, lambda value: value is None or value >= minimum,
+                             message=f"--{holder.name} must be at least {minimum}")
+
+
+def check_flag(holder: flags.FlagHolder, check: Callable[[object], object]) -> None:
+  """Validates a flag at parse time with `check(value)`, which raises ValueError saying what is wrong."""
+
+  def valid(value) -> bool:
+    try:
+      check(value)
+    except ValueError as error:
+      raise flags.ValidationError(f"--{holder.name}: {error}") from None
+    return True
+
+  flags.register_validator(holder, valid)

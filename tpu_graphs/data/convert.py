@@ -7,27 +7,35 @@ Output, per collection and split found under the input directory:
       configs-00000-of-00004.tfrecord.gz     the chunk records of those graphs, graph by graph
       shard-00000-of-00004.json              what the shard holds; written last, marks it done
       manifest.json                          all shards: per-graph counts and checksums
+      .convert.lock                          held by the converter writing here
 
 Graphs are packed into shards in sorted file order, so the same input always yields the same
 shards and bytes. Every file is written to a temporary name and renamed, and a shard counts as
-finished only once its json exists and names the same sources and settings: a rerun after a
-kill skips finished shards and redoes the half-written one.
+finished only once its json exists, names the same sources and settings, and its record files
+still have the sizes and sha256 it records: a rerun after a kill skips finished shards and redoes
+the half-written one, and a record file damaged since (truncated, overwritten) is written again
+rather than trusted. A second converter started on the same folder waits for the first to finish
+(and then reuses its shards) instead of deleting its temporaries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
 import hashlib
 import json
 import os
 import pathlib
 from typing import Callable, Optional
 
+from absl import logging
 import tensorflow as tf
 
-from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.data import errors, graphs, npz, records
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: shard jsons record the sizes of their record files
 RECORD_COMPRESSION = "GZIP"
 DEFAULT_SHARD_BYTES = 64 << 20
 
@@ -51,6 +59,9 @@ def find_source_groups(input_dir) -> list[SourceGroup]:
     raise FileNotFoundError(f"{input_dir}: input directory not found")
   grouped: dict[tuple[str, str], list[pathlib.Path]] = {}
   for path in sorted(input_dir.rglob("*.npz")):
+    problem = errors.regular_file_problem(path)
+    if problem:
+      raise graphs.GraphFileError(path, problem)
     collection, split = npz.infer_collection_and_split(path)
     if collection is None or split is None:
       raise graphs.GraphFileError(
@@ -91,6 +102,20 @@ def conversion_settings(configs_per_chunk: int, chunk_bytes: int) -> dict:
   return {"configs_per_chunk": configs_per_chunk, "chunk_bytes": chunk_bytes}
 
 
+@contextlib.contextmanager
+def exclusive_shard_dir(shard_dir: pathlib.Path):
+  """Holds shard_dir's lock (created with the folder) for the block; waits while another converter
+  holds it. The lock is the kernel's (flock), so a killed converter never leaves it held."""
+  shard_dir.mkdir(parents=True, exist_ok=True)
+  with open(shard_dir / ".convert.lock", "a") as lock:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      logging.warning("%s: another conversion is writing here; waiting for it to finish", shard_dir)
+      fcntl.flock(lock, fcntl.LOCK_EX)
+    yield
+
+
 def prepare_shard_dir(shard_dir: pathlib.Path) -> None:
   """Creates shard_dir and removes the temporaries a conversion killed mid-write left there.
 
@@ -112,9 +137,11 @@ def convert_shard(collection: str, split: str, files, index: int, count: int, sh
   """
   sources = [{"name": p.name, "sha256": file_sha256(p)} for p in files]
   json_path = shard_dir / _shard_name("shard", index, count, ".json")
-  shard = _finished_shard(json_path, settings, sources)
+  shard, problem = _finished_shard(json_path, settings, sources)
   if shard is not None:
     return shard, False
+  if problem:
+    logging.warning("%s: %s; converting the shard again", json_path, problem)
   return _write_shard(collection, split, files, shard_dir, index, count, settings, sources, on_graph), True
 
 
@@ -145,9 +172,8 @@ def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, in
   structure_path = shard_dir / _shard_name("structure", index, count, ".tfrecord.gz")
   configs_path = shard_dir / _shard_name("configs", index, count, ".tfrecord.gz")
   entries = []
-  with npz.atomic_path(structure_path) as structure_tmp, npz.atomic_path(configs_path) as configs_tmp, \
-      tf.io.TFRecordWriter(str(structure_tmp), options) as structure_writer, \
-      tf.io.TFRecordWriter(str(configs_tmp), options) as configs_writer:
+  with _record_writer(structure_path, options) as structure_writer, \
+      _record_writer(configs_path, options) as configs_writer:
     for path, source in zip(files, sources):
       graph = npz.read_graph(path, collection=collection, split=split, stream_configs=True)
       structure, chunks = records.graph_records(graph, **settings)
@@ -169,10 +195,28 @@ def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, in
       "settings": settings, "compression": RECORD_COMPRESSION,
       "structure_file": structure_path.name, "configs_file": configs_path.name,
       "structure_sha256": file_sha256(structure_path), "configs_sha256": file_sha256(configs_path),
+      "structure_bytes": structure_path.stat().st_size, "configs_bytes": configs_path.stat().st_size,
       "graphs": entries,
   }
   _write_json(shard_dir / _shard_name("shard", index, count, ".json"), shard)
   return shard
+
+
+@contextlib.contextmanager
+def _record_writer(path: pathlib.Path, options: tf.io.TFRecordOptions):
+  """A TFRecordWriter on a temporary beside `path`, renamed onto it if the block succeeds.
+
+  TensorFlow reports a failed write (a full disk) as an OpError naming the temporary; it becomes an
+  OSError naming `path`, like every other output error.
+  """
+  with npz.atomic_path(path) as temporary:
+    try:
+      with tf.io.TFRecordWriter(str(temporary), options) as writer:
+        yield writer
+    except tf.errors.OpError as error:
+      if str(temporary) not in error.message:
+        raise
+      raise OSError(errno.EIO, error.message.rsplit("; ", 1)[-1], str(path)) from None
 
 
 def _write_json(path: pathlib.Path, content) -> None:
@@ -180,19 +224,29 @@ def _write_json(path: pathlib.Path, content) -> None:
     temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-def _finished_shard(json_path: pathlib.Path, settings: dict, sources: list[dict]) -> Optional[dict]:
-  """The shard's json if it was completed from the same sources and settings, else None."""
+def _finished_shard(json_path: pathlib.Path, settings: dict, sources: list[dict]) -> tuple[Optional[dict], str]:
+  """(the shard's json, "") if it was completed from the same sources and settings and its record
+  files are intact; else (None, why not), why being "" when the shard was never finished."""
   try:
     shard = json.loads(json_path.read_text())
-  except (FileNotFoundError, json.JSONDecodeError):
-    return None
-  same_sources = [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] == \
-      [(s["name"], s["sha256"]) for s in sources]
-  files_present = all((json_path.parent / shard[k]).exists() for k in ("structure_file", "configs_file"))
-  if shard.get("format_version") == FORMAT_VERSION and shard.get("settings") == settings \
-      and same_sources and files_present:
-    return shard
-  return None
+  except FileNotFoundError:
+    return None, ""
+  except (OSError, ValueError) as error:
+    return None, f"unreadable ({error})"
+  if shard.get("format_version") != FORMAT_VERSION or shard.get("settings") != settings:
+    return None, "written by another format version or with other settings"
+  if [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] != [(s["name"], s["sha256"]) for s in sources]:
+    return None, "its source files changed"
+  for kind in ("structure", "configs"):
+    path = json_path.parent / shard[f"{kind}_file"]
+    problem = errors.regular_file_problem(path)
+    if problem:
+      return None, f"{path.name}: {problem}"
+    if path.stat().st_size != shard[f"{kind}_bytes"]:
+      return None, f"{path.name} has {path.stat().st_size} bytes, {shard[f'{kind}_bytes']} were written"
+    if file_sha256(path) != shard[f"{kind}_sha256"]:
+      return None, f"{path.name} does not have the sha256 that was written"
+  return shard, ""
 
 
 @dataclasses.dataclass
@@ -226,19 +280,20 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
 
   for group in groups:
     shard_dir = output_dir / group.relative_dir
-    prepare_shard_dir(shard_dir)
-    planned = plan_shards(group.files, shard_bytes)
-    shards = []
-    for index, files in enumerate(planned):
-      shard, was_written = convert_shard(group.collection, group.split, files, index, len(planned),
-                                         shard_dir, settings, advance)
-      if was_written:
-        written += len(files)
-      else:
-        skipped += len(files)
-        done += len(files)
-        bar.update(done)
-      shards.append(shard)
-    write_manifest(shard_dir, group.collection, group.split, settings, shards)
+    with exclusive_shard_dir(shard_dir):
+      prepare_shard_dir(shard_dir)
+      planned = plan_shards(group.files, shard_bytes)
+      shards = []
+      for index, files in enumerate(planned):
+        shard, was_written = convert_shard(group.collection, group.split, files, index, len(planned),
+                                           shard_dir, settings, advance)
+        if was_written:
+          written += len(files)
+        else:
+          skipped += len(files)
+          done += len(files)
+          bar.update(done)
+        shards.append(shard)
+      write_manifest(shard_dir, group.collection, group.split, settings, shards)
     summaries.append(group_summary(group, shard_dir, shards))
   return ConversionSummary(groups=summaries, graphs_written=written, graphs_skipped=skipped)

@@ -6,7 +6,10 @@ a download continues from the bytes already on disk (HTTP Range) and retries wit
 file is trusted only once its size, and its MD5 where the server publishes one, match. Archives
 are extracted member by member after every member was checked to stay inside the destination,
 each extracted graph is validated by the data layer, and a marker file records a finished
-archive so that a rerun fetches nothing.
+archive so that a rerun fetches nothing. An archive that fails extraction or validation (corrupt
+although of the right size, which is all that can be checked where no MD5 is published) is moved
+aside to `<archive>.corrupt`, never kept under its final name: one kept from an earlier run is
+fetched again at once, a freshly fetched one by the next run.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
+import zlib
 from typing import Callable, Optional, Sequence, TextIO, TypeVar, Union
 
+from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
@@ -39,7 +44,7 @@ _VALIDATION_CHUNK_BYTES = 1 << 26
 _Result = TypeVar("_Result")
 
 
-class DownloadError(RuntimeError):
+class DownloadError(errors.InputError):
   """A release archive could not be fetched, verified, extracted or validated; says which."""
 
 
@@ -117,8 +122,8 @@ def extract_archive(tar_path: Union[str, os.PathLike], dest: Union[str, os.PathL
             open(temporary, "wb") as sink:
           shutil.copyfileobj(source, sink, _CHUNK_BYTES)
         extracted.append(target)
-  except tarfile.TarError as error:
-    raise DownloadError(f"{tar_path}: not a readable tar archive ({error})") from None
+  except (tarfile.TarError, EOFError, zlib.error) as error:
+    raise DownloadError(f"{tar_path}: not a readable tar archive ({type(error).__name__}: {error})") from None
   return extracted
 
 
@@ -208,7 +213,7 @@ class Downloader:
         not match what the server announced (the bad file is deleted).
     """
     target = self.dest / remote.name
-    if target.is_file() and target.stat().st_size == remote.size:
+    if self._fetched(remote):
       return target  # only verified downloads are ever renamed to this name
     self.dest.mkdir(parents=True, exist_ok=True)
     part = self.dest / f"{remote.name}.part"
@@ -217,6 +222,11 @@ class Downloader:
     os.replace(part, target)
     return target
 
+  def _fetched(self, remote: RemoteArchive) -> bool:
+    """True if a verified download of the archive is already on disk (fetch returns it as is)."""
+    target = self.dest / remote.name
+    return target.is_file() and target.stat().st_size == remote.size
+
   def install(self, collection: str, split: str) -> bool:
     """Fetches, extracts and validates one collection's split; False if it was already installed."""
     name = archive_name(collection, split)
@@ -224,10 +234,20 @@ class Downloader:
       self._say(f"{name}: already installed\n")
       return False
     remote = self.describe(name)
-    tar_path = self.fetch(remote)
-    self._say(f"{name}: extracting and validating\n")
-    files = extract_archive(tar_path, self.dest)
-    validate_graph_files(files, collection, split)
+    while True:
+      kept = self._fetched(remote)
+      tar_path = self.fetch(remote)
+      self._say(f"{name}: extracting and validating\n")
+      try:
+        files = extract_archive(tar_path, self.dest)
+        validate_graph_files(files, collection, split)
+        break
+      except DownloadError as error:
+        aside = tar_path.with_name(f"{name}.corrupt")
+        os.replace(tar_path, aside)
+        if not kept:
+          raise type(error)(f"{name}: corrupt, moved it to {aside} (a rerun fetches it again): {error}") from None
+        self._say(f"{name}: kept from an earlier run but corrupt, moved it to {aside}; fetching it again: {error}\n")
     record = {"archive": name, "url": remote.url, "size": remote.size, "md5": remote.md5,
               "files": {path.relative_to(self.dest).as_posix(): path.stat().st_size for path in files}}
     with npz.atomic_path(self.marker_path(name)) as temporary:

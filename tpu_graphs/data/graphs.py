@@ -21,13 +21,15 @@ from typing import Optional, Union
 
 import numpy as np
 
+from tpu_graphs.data import errors
+
 NODE_FEATURE_WIDTH = 140
 TILE_CONFIG_FEATURE_WIDTH = 24
 LAYOUT_CONFIG_FEATURE_WIDTH = 18
 SPLITS = ("train", "valid", "test")
 
 
-class GraphFileError(ValueError):
+class GraphFileError(errors.InputError):
   """A TpuGraphs file is unreadable or violates the format; the message names file and problem."""
 
   def __init__(self, path, problem: str):

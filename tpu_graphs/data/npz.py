@@ -10,20 +10,26 @@ interrupted write never leaves a half file under the final name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
+import math
 import os
 import pathlib
 import tempfile
 import zipfile
+import zlib
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
-from tpu_graphs.data import graphs
+from tpu_graphs.data import errors, graphs
 
 # Arrays that scale with the number of configs and may be streamed instead of loaded.
 CONFIG_FEATURE_ARRAYS = ("config_feat", "node_config_feat")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+# What reading a corrupt npz file raises: bad zip structure or CRC, broken compression, short
+# data, a malformed array header.
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
 
 
 class StreamedArray:
@@ -44,20 +50,31 @@ class StreamedArray:
     return len(self.shape)
 
   def iter_chunks(self, rows: int) -> Iterator[np.ndarray]:
-    """Yields consecutive (<=rows, *shape[1:]) arrays covering the leading axis in order."""
+    """Yields consecutive (<=rows, *shape[1:]) arrays covering the leading axis in order.
+
+    Raises GraphFileError when the member turns out corrupt (bad CRC, broken compression,
+    truncated) or holds NaN or infinite values.
+    """
     row_items = int(np.prod(self.shape[1:], dtype=np.int64))
-    with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as stream:
-      _read_header(stream)
-      for start in range(0, self.shape[0], rows):
-        count = min(rows, self.shape[0] - start)
-        nbytes = count * row_items * self.dtype.itemsize
-        data = stream.read(nbytes)
-        if len(data) != nbytes:
-          raise graphs.GraphFileError(self.path, f"'{self.member[:-4]}' is truncated at row {start}")
-        chunk = np.frombuffer(data, dtype=self.dtype).reshape((count,) + self.shape[1:])
-        if chunk.dtype.kind == "f" and not np.all(np.isfinite(chunk)):
-          raise graphs.GraphFileError(self.path, f"'{self.member[:-4]}' holds NaN or infinite values")
-        yield chunk
+    name = self.member[:-4]
+    try:
+      with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as stream:
+        _read_header(stream)
+        for start in range(0, self.shape[0], rows):
+          count = min(rows, self.shape[0] - start)
+          nbytes = count * row_items * self.dtype.itemsize
+          data = stream.read(nbytes)
+          if len(data) != nbytes:
+            raise graphs.GraphFileError(self.path, f"'{name}' is truncated at row {start}")
+          chunk = np.frombuffer(data, dtype=self.dtype).reshape((count,) + self.shape[1:])
+          if chunk.dtype.kind == "f" and not np.all(np.isfinite(chunk)):
+            raise graphs.GraphFileError(self.path, f"'{name}' holds NaN or infinite values")
+          yield chunk
+        stream.read(1)  # reaching the member's end is what makes zipfile check its CRC
+    except graphs.GraphFileError:
+      raise
+    except _UNREADABLE as error:
+      raise graphs.GraphFileError(self.path, f"'{name}' is unreadable ({type(error).__name__}: {error})") from None
 
   def __array__(self, dtype=None):
     whole = np.concatenate(list(self.iter_chunks(max(1, self.shape[0]))), axis=0) if self.shape[0] \
@@ -70,6 +87,31 @@ def _read_header(stream):
   if version == (1, 0):
     return np.lib.format.read_array_header_1_0(stream)
   return np.lib.format.read_array_header_2_0(stream)
+
+
+def _checked_header(path: pathlib.Path, info: zipfile.ZipInfo, stream) -> tuple[tuple, bool, np.dtype]:
+  """(shape, fortran order, dtype) of a member's array, after checking that the member holds
+  exactly the bytes its header promises: a corrupt header claiming terabytes is refused before
+  anything is allocated."""
+  shape, fortran, dtype = _read_header(stream)
+  name = info.filename[:-4]
+  if dtype.hasobject:
+    raise graphs.GraphFileError(path, f"'{name}' holds Python objects, not numbers")
+  promised = math.prod(shape) * dtype.itemsize
+  held = info.file_size - stream.tell()
+  if promised != held:
+    raise graphs.GraphFileError(path, f"'{name}' header promises a {'x'.join(map(str, shape)) or 'scalar'} "
+                                f"{dtype} array ({promised} bytes), the file holds {held} bytes")
+  return shape, fortran, dtype
+
+
+def _read_member(path: pathlib.Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+  with archive.open(info) as stream:
+    _checked_header(path, info, stream)
+  with archive.open(info) as stream:
+    array = np.lib.format.read_array(stream, allow_pickle=False)
+    stream.read(1)  # reaching the member's end is what makes zipfile check its CRC
+  return array
 
 
 def infer_collection_and_split(path: Union[str, os.PathLike]) -> tuple[Optional[str], Optional[str]]:
@@ -100,25 +142,27 @@ def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
     GraphFileError: naming the file and the problem, for any unreadable or invalid file.
   """
   path = pathlib.Path(path)
+  problem = errors.regular_file_problem(path)
+  if problem:
+    raise graphs.GraphFileError(path, problem)
   inferred_collection, inferred_split = infer_collection_and_split(path)
   split = split or inferred_split
   try:
     with zipfile.ZipFile(path) as archive:
-      names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
       arrays = {}
-      for name in names:
+      for info in archive.infolist():
+        if not info.filename.endswith(".npy"):
+          continue
+        name = info.filename[:-4]
         if stream_configs and name in CONFIG_FEATURE_ARRAYS:
-          with archive.open(name + ".npy") as stream:
-            shape, fortran, dtype = _read_header(stream)
-          arrays[name] = StreamedArray(path, name + ".npy", shape, dtype, fortran)
+          with archive.open(info) as stream:
+            shape, fortran, dtype = _checked_header(path, info, stream)
+          arrays[name] = StreamedArray(path, info.filename, shape, dtype, fortran)
         else:
-          with archive.open(name + ".npy") as stream:
-            arrays[name] = np.lib.format.read_array(stream, allow_pickle=False)
-  except FileNotFoundError:
-    raise graphs.GraphFileError(path, "no such file") from None
+          arrays[name] = _read_member(path, archive, info)
   except graphs.GraphFileError:
     raise
-  except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+  except _UNREADABLE as error:
     raise graphs.GraphFileError(path, f"not a readable npz archive ({type(error).__name__}: {error})") from None
   collection = collection or inferred_collection
   if collection is None:
@@ -186,9 +230,21 @@ def write_graph(path: Union[str, os.PathLike], graph: graphs.Graph) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: Union[str, os.PathLike]):
-  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds."""
+  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
+
+  An existing `path` that is not a regular file (a directory, a FIFO, a device such as /dev/full)
+  is refused, never replaced. OSErrors (a missing folder, a full disk) name `path`, not the
+  temporary, which means nothing to a user.
+  """
   path = pathlib.Path(path)
-  handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+  if os.path.lexists(path) and not os.path.islink(path):
+    problem = errors.regular_file_problem(path)
+    if problem:
+      raise FileExistsError(errno.EEXIST, f"{problem}; refusing to replace it", str(path))
+  try:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+  except OSError as error:
+    raise OSError(error.errno, error.strerror, str(path.parent)) from None
   os.close(handle)
   umask = os.umask(0)
   os.umask(umask)
@@ -196,7 +252,9 @@ def atomic_path(path: Union[str, os.PathLike]):
   try:
     yield pathlib.Path(temporary)
     os.replace(temporary, path)
-  except BaseException:
+  except BaseException as error:
     with contextlib.suppress(FileNotFoundError):
       os.unlink(temporary)
+    if isinstance(error, OSError) and error.errno and error.filename in (None, temporary):
+      raise OSError(error.errno, error.strerror, str(path)) from None
     raise

@@ -19,7 +19,7 @@ from typing import Union
 import numpy as np
 import tensorflow as tf
 
-from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.data import errors, graphs, npz, records
 from tpu_graphs.export import saved_model
 from tpu_graphs.hlo import featurize
 
@@ -57,7 +57,7 @@ class Ranker:
     inputs = set(self._score.structured_input_signature[1]) if self._score is not None else set()
     kinds = [kind for kind in ("tile", "layout") if inputs == set(saved_model.plain_input_names(kind))]
     if not kinds:
-      raise ValueError(f"{self.export_dir}: its {saved_model.PLAIN_SIGNATURE!r} signature takes "
+      raise errors.InputError(f"{self.export_dir}: its {saved_model.PLAIN_SIGNATURE!r} signature takes "
                        f"{sorted(inputs)}, not the arrays of a tile or layout graph")
     self.kind = kinds[0]
     self.configs_per_call = configs_per_call
@@ -65,7 +65,7 @@ class Ranker:
   def score(self, graph: graphs.Graph) -> np.ndarray:
     """(c,) float32 scores of every config of `graph`, in config order; lower = predicted faster."""
     if graphs.collection_kind(graph.collection) != self.kind:
-      raise ValueError(f"graph {graph.graph_id} is a {graph.collection} graph; {self.export_dir} scores "
+      raise errors.InputError(f"graph {graph.graph_id} is a {graph.collection} graph; {self.export_dir} scores "
                        f"{self.kind} graphs")
     arrays = {"node_feat": tf.constant(graph.node_feat), "node_opcode": tf.constant(graph.node_opcode),
               "edge_index": tf.constant(graph.edge_index)}

@@ -15,9 +15,11 @@ preprocessing (layout pruning) and the model's feature scaling all happen inside
   `records.serialize(records.join(...))`; the b graphs are scored together.
 
 Both return {"scores": (c,) float32}, one per config in input order (for examples: the
-examples' configs one after the other); lower means predicted faster. Malformed arrays (edge or
-node-config ids out of range, a node_config_feat that does not match node_config_ids) fail with
-InvalidArgumentError naming the input.
+examples' configs one after the other); lower means predicted faster. Input a model cannot score
+is refused inside the graph, where a caller without tpu_graphs (a compiler, saved_model_cli) also
+meets the check: InvalidArgumentError whose message names the input and the problem, for NaN or
+infinite features, a graph without nodes, a wrong feature width, arrays whose lengths disagree
+(node_opcode and node_feat, node_config_ids and node_config_feat) and ids out of range.
 
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
@@ -60,13 +62,61 @@ def plain_input_names(kind: str) -> tuple[str, ...]:
   return tuple(spec.name for spec in _GRAPH_INPUTS + _CONFIG_INPUTS[kind])
 
 
-def _checked_ids(name: str, ids: tf.Tensor, bound: tf.Tensor) -> tf.Tensor:
-  """`ids` after asserting 0 <= ids < bound (InvalidArgumentError naming `name` otherwise)."""
+def _id_checks(name: str, ids: tf.Tensor, bound: tf.Tensor) -> list:
+  """Assertions that 0 <= ids < bound (InvalidArgumentError naming `name` otherwise)."""
   bound = tf.cast(bound, ids.dtype)
-  with tf.control_dependencies([
-      tf.debugging.assert_non_negative(ids, message=f"{name} holds a negative node index"),
-      tf.debugging.assert_less(ids, bound, message=f"{name} holds a node index >= the number of nodes")]):
-    return tf.identity(ids)
+  return [tf.debugging.assert_non_negative(ids, message=f"{name} holds a negative node index"),
+          tf.debugging.assert_less(ids, bound, message=f"{name} holds a node index >= the number of nodes")]
+
+
+def _width_check(name: str, array: tf.Tensor, width: int) -> tf.Operation:
+  """Assertion that the last axis of `array` has `width` entries. Checked at run time: a loaded
+  signature passes arrays of any width to the graph."""
+  return tf.debugging.assert_equal(tf.shape(array)[-1], width,
+                                   message=f"{name} must have {width} features per row (last axis)")
+
+
+def _finite(name: str, array: tf.Tensor) -> tf.Tensor:
+  return tf.debugging.check_numerics(array, f"{name} holds NaN or infinite values")
+
+
+def checked_arrays(kind: str, arrays: dict) -> dict:
+  """The plain signature's arrays {name: tensor}, each depending on every check of the inputs.
+
+  Features must be finite and of the dataset's widths, the graph must have a node, node_opcode
+  one entry per node, edge_index and node_config_ids ids of existing nodes, and node_config_feat
+  one column per entry of node_config_ids.
+  """
+  checked = {name: _finite(name, value) if value.dtype.is_floating else value for name, value in arrays.items()}
+  nodes = tf.shape(checked["node_feat"])[0]
+  checks = [
+      tf.debugging.assert_positive(nodes, message="node_feat has no rows: a graph needs at least one node"),
+      _width_check("node_feat", checked["node_feat"], graphs.NODE_FEATURE_WIDTH),
+      tf.debugging.assert_equal(tf.shape(checked["node_opcode"])[0], nodes,
+                                message="node_opcode must have one entry per row of node_feat"),
+      _width_check("edge_index", checked["edge_index"], 2),
+      *_id_checks("edge_index", checked["edge_index"], nodes)]
+  if kind == "tile":
+    checks.append(_width_check("config_feat", checked["config_feat"], graphs.TILE_CONFIG_FEATURE_WIDTH))
+  else:
+    checks += [
+        _width_check("node_config_feat", checked["node_config_feat"], graphs.LAYOUT_CONFIG_FEATURE_WIDTH),
+        tf.debugging.assert_equal(tf.shape(checked["node_config_feat"])[1], tf.shape(checked["node_config_ids"])[0],
+                                  message="node_config_feat has not one column per entry of node_config_ids"),
+        *_id_checks("node_config_ids", checked["node_config_ids"], nodes)]
+  with tf.control_dependencies(checks):
+    return {name: tf.identity(value) for name, value in checked.items()}
+
+
+def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+  """The parsed examples' graph, its features checked to be finite and every graph to have an op."""
+  featured = ("op", "config") if kind == "tile" else ("op", "node_config")
+  with tf.control_dependencies([tf.debugging.assert_positive(
+      graph.node_sets["op"].sizes, message="examples: a graph without ops (node set 'op' is empty)")]):
+    return graph.replace_features(node_sets={
+        name: {**graph.node_sets[name].features, "feat": _finite(f"examples: node set '{name}' feat",
+                                                                graph.node_sets[name]["feat"])}
+        for name in featured})
 
 
 class ServingModule(tf.Module):
@@ -98,26 +148,19 @@ class ServingModule(tf.Module):
                                parallel_iterations=1)  # one chunk alive at a time
       return tf.cond(total > 0, parts.concat, lambda: tf.zeros([0], tf.float32))
 
-    def score_arrays(node_feat, node_opcode, edge_index, *config_arrays):
-      edge_index = _checked_ids("edge_index", edge_index, tf.shape(node_feat)[0])
-      node_config_ids = None
-      if kind == "tile":
-        config_features, = config_arrays
-      else:
-        node_config_ids, node_config_feat = config_arrays
-        node_config_ids = _checked_ids("node_config_ids", node_config_ids, tf.shape(node_feat)[0])
-        with tf.control_dependencies([tf.debugging.assert_equal(
-            tf.shape(node_config_feat)[1], tf.shape(node_config_ids)[0],
-            message="node_config_feat has not one column per entry of node_config_ids")]):
-          config_features = tf.identity(node_config_feat)
-      structure = records.structure_from_arrays(kind, node_feat, node_opcode, edge_index, node_config_ids)
+    def score_arrays(*arrays):
+      checked = checked_arrays(kind, dict(zip(plain_input_names(kind), arrays)))
+      config_features = checked["config_feat" if kind == "tile" else "node_config_feat"]
+      structure = records.structure_from_arrays(kind, checked["node_feat"], checked["node_opcode"],
+                                                checked["edge_index"], checked.get("node_config_ids"))
       if preprocess is not None:
         structure = preprocess(structure)
       return {"scores": chunked_scores(structure, config_features)}
 
     self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
     self.score_examples = tf.function(
-        lambda examples: scores(tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components()),
+        lambda examples: scores(checked_examples(
+            kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
 
   def signatures(self) -> dict:

@@ -13,16 +13,16 @@ from __future__ import annotations
 import csv
 import dataclasses
 import pathlib
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
-from tpu_graphs.data import npz
+from tpu_graphs.data import errors, npz
 
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 HEADER = ("ID", "TopConfigs")
 TILE_TOP_K = 5
 
 
-class SubmissionError(ValueError):
+class SubmissionError(errors.InputError):
   """A prediction row or file that Kaggle would reject or misread; names the file and row."""
 
 
@@ -46,34 +46,54 @@ def split_row_id(row_id: str) -> tuple[str, str]:
   raise SubmissionError(f"ID {row_id!r} is not <collection>:<graph id> with a collection of {', '.join(COLLECTIONS)}")
 
 
+def _csv_rows(path: pathlib.Path) -> Iterator[list[str]]:
+  """The rows of a UTF-8 CSV file; SubmissionError naming the file if it is not one."""
+  problem = errors.regular_file_problem(path)
+  if problem:
+    raise SubmissionError(f"{path}: {problem}")
+  try:
+    with open(path, newline="", encoding="utf-8") as stream:
+      yield from csv.reader(stream)
+  except UnicodeDecodeError as error:
+    raise SubmissionError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
+  except csv.Error as error:
+    raise SubmissionError(f"{path}: not a readable CSV file ({error})") from None
+
+
 def read_predictions(path) -> list[Prediction]:
   """Parses one prediction CSV (any subset of collections); errors name the file and row."""
   path = pathlib.Path(path)
   predictions = []
-  with open(path, newline="") as stream:
-    rows = csv.reader(stream)
-    header = next(rows, None)
-    if header is None or tuple(header) != HEADER:
-      raise SubmissionError(f"{path}: header is {header}, expected {','.join(HEADER)}")
-    for line, row in enumerate(rows, start=2):
-      if len(row) != 2:
-        raise SubmissionError(f"{path}: row {line} has {len(row)} fields, expected 2")
-      try:
-        collection, graph_id = split_row_id(row[0])
-        ranking = tuple(int(index) for index in row[1].split(";"))
-      except (SubmissionError, ValueError) as error:
-        raise SubmissionError(f"{path}: row {line}: {error}") from None
-      predictions.append(Prediction(collection, graph_id, ranking))
+  rows = _csv_rows(path)
+  header = next(rows, None)
+  if header is None or tuple(header) != HEADER:
+    raise SubmissionError(f"{path}: header is {header}, expected {','.join(HEADER)}")
+  for line, row in enumerate(rows, start=2):
+    if len(row) != 2:
+      raise SubmissionError(f"{path}: row {line} has {len(row)} fields, expected 2")
+    try:
+      collection, graph_id = split_row_id(row[0])
+      ranking = tuple(int(index) for index in row[1].split(";"))
+    except ValueError as error:  # SubmissionError is one too
+      raise SubmissionError(f"{path}: row {line}: {error}") from None
+    predictions.append(Prediction(collection, graph_id, ranking))
   return predictions
 
 
 def test_config_counts(data_root) -> dict[str, int]:
-  """Row ID -> number of configs, for every test-split file of the npz tree at data_root."""
+  """Row ID -> number of configs, for every test-split file of the npz tree at data_root.
+
+  Raises SubmissionError when there is none: a submission validated against nothing is no
+  submission.
+  """
   counts = {}
   for path in sorted(pathlib.Path(data_root).rglob("test/*.npz")):
     graph = npz.read_graph(path, stream_configs=True)
     if graph.collection in COLLECTIONS:
       counts[f"{graph.collection}:{graph.graph_id}"] = graph.num_configs
+  if not counts:
+    raise SubmissionError(f"{data_root}: no test-split .npz files of {', '.join(COLLECTIONS)}; pass the npz tree "
+                          "whose test files the submission must cover")
   return counts
 
 
@@ -121,13 +141,16 @@ def newest_prediction_files(runs_dir) -> dict[str, pathlib.Path]:
   """Collection -> the most recently written predictions.csv under runs_dir holding its rows."""
   newest: dict[str, pathlib.Path] = {}
   for path in pathlib.Path(runs_dir).rglob("predictions.csv"):
-    with open(path, newline="") as stream:
-      rows = csv.reader(stream)
-      next(rows, None)
-      first = next(rows, None)
+    rows = _csv_rows(path)
+    next(rows, None)
+    first = next(rows, None)
+    rows.close()
     if not first:
       continue
-    collection, _ = split_row_id(first[0])
+    try:
+      collection, _ = split_row_id(first[0])
+    except SubmissionError as error:
+      raise SubmissionError(f"{path}: row 2: {error}") from None
     if collection not in newest or path.stat().st_mtime > newest[collection].stat().st_mtime:
       newest[collection] = path
   return newest
@@ -136,6 +159,8 @@ def newest_prediction_files(runs_dir) -> dict[str, pathlib.Path]:
 def combine(prediction_files: Iterable, data_root, output) -> int:
   """Merges prediction CSVs into one submission after validating it; returns the row count."""
   prediction_files = list(prediction_files)
+  if not prediction_files:
+    raise SubmissionError("no prediction files: train a model per collection (or pass --predictions)")
   predictions = [p for path in prediction_files for p in read_predictions(path)]
   validate(predictions, test_config_counts(data_root), source=f"submission from {', '.join(map(str, prediction_files))}")
   write_submission(output, predictions)

@@ -26,6 +26,7 @@ import numpy as np
 from google.protobuf import message as protobuf_message
 from tensorflow.compiler.xla.service import hlo_pb2
 
+from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import opcodes
@@ -42,7 +43,7 @@ CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
 UNLABELLED_SPLIT = "test"
 
 
-class HloInputError(ValueError):
+class HloInputError(errors.InputError):
   """An HLO input cannot be featurized; the message names the source (file or module) and why."""
 
   def __init__(self, source, problem: str):
@@ -377,6 +378,9 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
 def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
   """Reads a .pb file holding a ModuleTuningData, TuningData or HloModuleProto."""
   path = pathlib.Path(path)
+  problem = errors.regular_file_problem(path)
+  if problem:
+    raise HloInputError(path, problem)
   try:
     data = path.read_bytes()
   except OSError as error:

@@ -210,17 +210,20 @@ class SegmentGradientStop(tf.keras.layers.Layer):
 class SegmentSampler(tf.keras.layers.Layer):
   """(n,) bool mask of the ops that get gradients: one segment per graph when training, all otherwise."""
 
-  def __init__(self, segment_size: int, **kwargs):
+  def __init__(self, segment_size: int, seed: int = 0, **kwargs):
     super().__init__(**kwargs)
-    self.segment_size = segment_size
+    self.segment_size, self.seed = segment_size, seed
+    # The draws' state is a variable of this layer, so checkpoints hold it: a run resumed in a new
+    # process draws the segments an uninterrupted run would.
+    self.generator = tf.random.Generator.from_seed(seed)
 
   def call(self, graph: tfgnn.GraphTensor, training=None) -> tf.Tensor:
     if training:
-      return layout_preprocessing.segment_training_mask(graph, self.segment_size)
+      return layout_preprocessing.segment_training_mask(graph, self.segment_size, self.generator)
     return tf.ones([graph.node_sets["op"].total_size], tf.bool)
 
   def get_config(self):
-    return {**super().get_config(), "segment_size": self.segment_size}
+    return {**super().get_config(), "segment_size": self.segment_size, "seed": self.seed}
 
 
 class LayoutReadout(tf.keras.layers.Layer):

@@ -176,8 +176,8 @@ class OpFeatureNormalization(tf.keras.layers.Layer):
     return {**super().get_config(), "width": int(self.mean.shape[0])}
 
 
-def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, seed=None) -> tf.Tensor:
-  """(n,) bool: the ops of one segment per graph, drawn uniformly, that receive gradients.
+def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, generator: tf.random.Generator) -> tf.Tensor:
+  """(n,) bool: the ops of one segment per graph, drawn uniformly from `generator`, that receive gradients.
 
   Segments are runs of `segment_size` consecutive ops of a graph (ops are stored in program
   order, so a run is a connected stretch of the program), as in Graph Segment Training.
@@ -186,6 +186,6 @@ def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, seed=None
   component = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
   position = tf.range(tf.reduce_sum(sizes)) - tf.gather(tf.cumsum(sizes, exclusive=True), component)
   segments = tf.maximum((sizes + segment_size - 1) // segment_size, 1)
-  draws = tf.random.uniform(tf.shape(sizes), seed=seed)
+  draws = generator.uniform(tf.shape(sizes))
   sampled = tf.minimum(tf.cast(draws * tf.cast(segments, tf.float32), tf.int64), segments - 1)
   return position // segment_size == tf.gather(sampled, component)

@@ -106,6 +106,7 @@ def train_collection(collection: str, data_root, out_dir, training: dict, model:
   test_dir = collection_records / "test"
   config = trainer.TrainingConfig(
       train_dir=str(collection_records / "train"), valid_dir=str(collection_records / "valid"),
-      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None, **training)
+      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None, model=dataclasses.asdict(model),
+      **training)
   build = model_builder(collection, model, collection_directory(data_root, collection) / "train")
   return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)

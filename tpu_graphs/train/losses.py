@@ -3,6 +3,9 @@
 Inputs of every loss, one row per graph (list), k = list size:
   labels (b, k): relevance, higher = faster; -1 marks a padded slot (TF-Ranking's mask).
   predictions (b, k): ranking logits, higher = faster (the negated model scores).
+
+Every loss is a function of its inputs alone, so a run resumed from a checkpoint in a new process
+takes the same steps as an uninterrupted one (see PositionTieListMLELoss).
 """
 
 from __future__ import annotations
@@ -10,8 +13,31 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_ranking as tfr
 
+
+def _tie_free_labels(labels: tf.Tensor) -> tf.Tensor:
+  """(b, k) labels -> (b, k) labels ordering the lists alike, without ties: valid labels (>= 0)
+  become k - their position in a stable sort (ties: the earlier slot first), masked ones stay -1."""
+  order = tf.argsort(labels, axis=1, direction="DESCENDING", stable=True)
+  position = tf.argsort(order, axis=1, stable=True)
+  return tf.where(labels >= 0, tf.cast(tf.shape(labels)[1] - position, labels.dtype), -1.0)
+
+
+class PositionTieListMLELoss(tfr.keras.losses.ListMLELoss):
+  """TF-Ranking's ListMLE with ties between labels broken by list position, not at random.
+
+  TF-Ranking breaks ties with a stateful random op whose state no checkpoint holds: a run resumed
+  in a new process would draw other tie orders than an uninterrupted run and end with other
+  weights. The trainer's lists are in the order the seeded config sampling drew them, so position
+  is as random a tie-breaker, and a function of seed, epoch and step. ListMLE uses labels only to
+  order each list, so replacing them by tie-free ranks changes nothing else.
+  """
+
+  def call(self, y_true, y_pred):
+    return super().call(_tie_free_labels(tf.convert_to_tensor(y_true, tf.float32)), y_pred)
+
+
 RANKING_LOSSES = {
-    "listmle": tfr.keras.losses.ListMLELoss,
+    "listmle": PositionTieListMLELoss,
     "pairwise_hinge": tfr.keras.losses.PairwiseHingeLoss,
     "mse": tfr.keras.losses.MeanSquaredLoss,
 }

@@ -10,7 +10,9 @@
 * after each epoch: all configs of the validation graphs are scored, metrics land in the Keras
   logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
-  state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one;
+  state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one (the
+  losses and models draw nothing at random outside the checkpoint or the seeded inputs); a rerun
+  configured otherwise than the run's config.json is refused before anything is written;
 * at the end: the best weights are evaluated on validation (per-graph breakdown in
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
@@ -33,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import npz, readers
+from tpu_graphs.data import errors, npz, readers
 from tpu_graphs.train import padding, strategies, tasks
 
 
@@ -60,6 +62,49 @@ class TrainingConfig:
   eval_batch_size: int = 8  # config chunks scored per evaluation step
   seed: int = 0
   verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line per epoch
+  model: dict = dataclasses.field(default_factory=dict)  # the model's settings, recorded in config.json
+
+
+class RunDirectoryError(errors.InputError):
+  """A run directory that cannot be resumed or read: its config.json is of another run, or unreadable."""
+
+
+# config.json entries a rerun may change and still resume the run: how long it trains, how it
+# reports, and where its data and directory are. Any other change would resume weights, optimizer
+# state and stopping state that another configuration produced.
+RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "valid_dir", "test_dir", "out_dir"})
+
+
+def read_run_config(run_dir) -> Optional[dict]:
+  """The content of <run_dir>/config.json; None if there is none yet."""
+  path = pathlib.Path(run_dir) / "config.json"
+  try:
+    return json.loads(path.read_text())
+  except FileNotFoundError:
+    return None
+  except (OSError, ValueError) as error:
+    raise RunDirectoryError(f"{path}: unreadable ({error})") from None
+
+
+def _flat(run_config: dict) -> dict:
+  """{"model.units": 64, ...}: nested settings (model, task_settings) as keys of their own."""
+  return {f"{key}.{inner}" if isinstance(value, dict) else key: inner_value
+          for key, value in run_config.items()
+          for inner, inner_value in (value.items() if isinstance(value, dict) else [(None, value)])}
+
+
+def check_resumable(run_dir, run_config: dict) -> None:
+  """Raises RunDirectoryError, naming each difference, if run_dir holds a run configured otherwise
+  than `run_config` (beyond RESUMABLE_CHANGES). Call it before writing anything into run_dir."""
+  recorded = read_run_config(run_dir)
+  if recorded is None:
+    return
+  recorded, wanted = _flat(recorded), _flat(json.loads(json.dumps(run_config)))  # as written: tuples become lists
+  changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
+             if key not in RESUMABLE_CHANGES and recorded.get(key) != wanted.get(key)]
+  if changed:
+    raise RunDirectoryError(f"{pathlib.Path(run_dir) / 'config.json'}: this run was configured otherwise "
+                            f"({'; '.join(changed)}); use another run directory or delete this one")
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
@@ -104,7 +149,7 @@ def steps_per_epoch(records_dir, batch_size: int) -> int:
   """Steps of one pass over every chunk of every graph, in full batches."""
   chunks = _chunk_count(records_dir)
   if chunks < batch_size:
-    raise ValueError(f"{records_dir}: {chunks} graph chunks cannot fill one batch of {batch_size}")
+    raise errors.InputError(f"{records_dir}: {chunks} graph chunks cannot fill one batch of {batch_size}")
   return chunks // batch_size
 
 
@@ -291,13 +336,14 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   strategy = strategy or strategies.choose_strategy()
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
   out_dir = pathlib.Path(config.out_dir)
-  out_dir.mkdir(parents=True, exist_ok=True)
-  _write_json(out_dir / "config.json", {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
-                                        "strategy": type(strategy).__name__,
-                                        "replicas": strategy.num_replicas_in_sync})
+  run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
+                "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
+  check_resumable(out_dir, run_config)
   replicas = strategy.num_replicas_in_sync
   if config.batch_size % replicas:
-    raise ValueError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
+    raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
+  out_dir.mkdir(parents=True, exist_ok=True)
+  _write_json(out_dir / "config.json", run_config)
   replica_batch = config.batch_size // replicas
   constraints = None
   if strategies.needs_static_shapes(strategy):

@@ -1,0 +1,77 @@
+"""The program edge: expected failures become one line naming the file; flags are checked as parsed."""
+
+import errno
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tpu_graphs import programs
+from tpu_graphs.data import graphs
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PROGRAM = """
+import sys
+from absl import flags
+from tpu_graphs import programs
+from tpu_graphs.data import errors
+_COUNT = flags.DEFINE_integer("count", 1, "A count.")
+_NAME = flags.DEFINE_string("name", "ok", "A name.")
+programs.require_at_least(1, _COUNT)
+def is_a_name(name):
+  if name == "x":
+    raise ValueError(f"{name!r} is not a name")
+programs.check_flag(_NAME, is_a_name)
+def main(argv):
+  if _NAME.value == "missing":
+    open("/nonexistent/input.csv")
+  if _NAME.value == "bug":
+    raise KeyError("a bug keeps its traceback")
+  raise errors.InputError("data.npz: not what was expected")
+programs.run(main)
+"""
+
+
+@pytest.mark.parametrize("error, line", [
+    (graphs.GraphFileError("x.npz", "a FIFO (named pipe), not a regular file"), "x.npz: a FIFO (named pipe), not a regular file"),
+    (OSError(errno.ENOSPC, "No space left on device", "out/records"), "out/records: No space left on device"),
+    (OSError(errno.EXDEV, "Invalid cross-device link", "a", None, "b"), "a -> b: Invalid cross-device link"),
+    (FileNotFoundError("out/export: no saved_model.pb"), "out/export: no saved_model.pb"),
+    (KeyError("bug"), None),
+])
+def test_failure_line_names_the_file_for_expected_failures_only(error, line):
+  assert programs.failure_line(error) == line
+
+
+def _run(script: pathlib.Path, flag: str) -> subprocess.CompletedProcess:
+  """Runs the program with this checkout's tpu_graphs."""
+  paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+  return subprocess.run([sys.executable, str(script), flag], capture_output=True, text=True, timeout=60,
+                        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--name=input", "program: data.npz: not what was expected"),
+    ("--name=missing", "program: /nonexistent/input.csv: No such file or directory"),
+    ("--count=0", "--count must be at least 1"),
+    ("--name=x", "--name: 'x' is not a name"),
+])
+def test_expected_failures_and_bad_flags_end_with_status_1_and_no_traceback(tmp_path, flag, message):
+  script = tmp_path / "program.py"
+  script.write_text(PROGRAM)
+  completed = _run(script, flag)
+  assert completed.returncode == 1 and "Traceback" not in completed.stderr
+  assert message in completed.stderr
+
+
+def test_a_bug_keeps_its_traceback(tmp_path):
+  script = tmp_path / "program.py"
+  script.write_text(PROGRAM)
+  completed = _run(script, "--name=bug")
+  assert completed.returncode == 1 and "Traceback" in completed.stderr and "KeyError" in completed.stderr
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
