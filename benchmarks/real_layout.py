@@ -22,7 +22,8 @@ quarter. The cross-program row trains on one file's
 train half (selecting on its valid quarter) and ranks every config of another file.
 
 Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
-plot beside it.
+plot beside it. Each finished file and seed is appended to a .jsonl beside --out as it ends, and a
+rerun after a kill skips what is there (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -139,6 +140,30 @@ def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
   return into
 
 
+def finished_results(path: pathlib.Path, variants) -> dict[tuple[str, int], dict[str, float]]:
+  """{(file, seed): {ranker: tau}} of the runs an earlier, killed benchmark recorded with the same
+  rankers, so a rerun resumes; delete the file to measure anew."""
+  if not path.exists():
+    return {}
+  wanted = set(empty_table(variants))
+  finished = {}
+  for line in path.read_text().splitlines():
+    result = json.loads(line)
+    file, seed = result.pop("file"), result.pop("seed")
+    if set(result) <= wanted:
+      finished[file, seed] = result
+  return finished
+
+
+def record(path: pathlib.Path, result: dict) -> None:
+  """Appends one finished (file, seed) to the results file and prints it."""
+  line = json.dumps(result)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with open(path, "a") as stream:
+    stream.write(line + "\n")
+  print(line, flush=True)
+
+
 def empty_table(variants) -> dict[str, list[float]]:
   """{ranker: []} in column order: the previous default, the ablation, the recipe, the ridges."""
   names = [name for name, _ in variants]
@@ -177,6 +202,8 @@ def main(argv):
     sys.exit(f"real_layout: no labelled layout files (looked in {sample_root()}; set TPUGRAPHS_SAMPLE_DIR)")
   repository = locations.REPOSITORY
   variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
+  results = pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  finished = finished_results(results, variants)
   rows: list[tuple[str, dict[str, list[float]]]] = []
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
   with tempfile.TemporaryDirectory() as scratch:
@@ -189,6 +216,10 @@ def main(argv):
       log_runtimes = np.log(graph.runtimes())
       taus = empty_table(variants)
       for seed in range(_SEEDS.value):
+        if (graph.graph_id, seed) in finished:
+          for name, value in finished[graph.graph_id, seed].items():
+            taus[name].append(value)
+          continue
         root = scratch / f"{graph.graph_id}_{seed}"
         split = config_split.write_config_split(graph, root / "npz", seed)
         test_runtimes = graph.config_runtime[split["test"]]
@@ -204,13 +235,17 @@ def main(argv):
           seconds["previous"].append(took)
         taus["ridge, one-hot config values"].append(ridge_tau(value_share_features(graph), log_runtimes, split))
         taus["per-node-layout ridge"].append(ridge_tau(per_node_features(graph), log_runtimes, split))
-        print(json.dumps({"file": graph.graph_id, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}}),
-              flush=True)
+        record(results, {"file": graph.graph_id, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}})
       rows.append((f"{graph.graph_id} ({graph.num_configs} configs)", taus))
     if len(_ACROSS.value) == 2 and all(name in graphs_by_name for name in _ACROSS.value):
       source, target = (graphs_by_name[name] for name in _ACROSS.value)
       taus = empty_table(variants)
+      across = " → ".join(_ACROSS.value)
       for seed in range(_SEEDS.value):
+        if (across, seed) in finished:
+          for name, value in finished[across, seed].items():
+            taus[name].append(value)
+          continue
         root = scratch / f"across_{seed}"
         split = config_split.write_config_split(source, root / "npz", seed)
         test_dir = root / "npz" / pathlib.Path(*source.collection.split(":")) / "test"
@@ -227,8 +262,7 @@ def main(argv):
         taus["ridge, one-hot config values"].append(ridge_tau(
             value_share_features(source), np.log(source.runtimes()), split, value_share_features(target),
             np.log(target.runtimes())))
-        print(json.dumps({"across": _ACROSS.value, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}}),
-              flush=True)
+        record(results, {"file": across, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}})
       rows.append((f"{source.graph_id} → {target.graph_id} (all {target.num_configs})", taus))
 
   rankers = list(rows[0][1])
@@ -237,9 +271,8 @@ def main(argv):
            f"{platform.machine()}, {os.cpu_count()} cores, {memory_gib:.0f} GiB, Python {platform.python_version()}.",
            f"Command: `python benchmarks/real_layout.py {' '.join(sys.argv[1:])}`".rstrip(),
            f"Test-quarter Kendall tau, mean ± sd over {_SEEDS.value} config splits (train half / valid quarter / "
-           "test quarter); recipe runs took "
-           f"{summary(seconds['recipe'])} s each" + (f", previous default {summary(seconds['previous'])} s."
-                                                    if seconds["previous"] else "."), "",
+           "test quarter)" + (f"; recipe runs took {summary(seconds['recipe'])} s each" if seconds["recipe"] else "")
+           + (f", previous default {summary(seconds['previous'])} s" if seconds["previous"] else "") + ".", "",
            "| file | " + " | ".join(rankers) + " |", "|---|" + "---:|" * len(rankers)]
   for name, taus in rows:
     lines.append(f"| {name} | " + " | ".join(summary(taus[r]) if taus[r] else "n/a" for r in rankers) + " |")
