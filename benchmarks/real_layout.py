@@ -53,6 +53,8 @@ _PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "d1dd45b",
                                        "Commit whose layout_train.py defaults are the 'previous default'; '' = skip.")
 _ACROSS = flags.DEFINE_list("across", ["unet3d", "unet_3d.4x4.bf16"],
                             "Cross-program case: train on the first file's split, rank all configs of the second.")
+_PER_FILE = flags.DEFINE_bool("per_file", True, "Config splits of every file; --noper_file runs only the "
+                              "cross-program case.")
 _TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
@@ -190,7 +192,8 @@ def plot(rows: list[tuple[str, dict[str, list[float]]]], path: pathlib.Path) -> 
   axis.set_xticks(np.arange(len(rows)) + width * (len(rankers) - 1) / 2, [name for name, _ in rows], fontsize=8)
   axis.set_ylabel("test Kendall tau")
   axis.axhline(0, color="black", linewidth=0.5)
-  axis.legend(fontsize=7, loc="upper left")
+  axis.set_ylim(top=1.2)
+  axis.legend(fontsize=7, loc="upper center", ncol=2)
   figure.tight_layout()
   figure.savefig(path, dpi=110)
 
@@ -213,6 +216,8 @@ def main(argv):
     for path in files:
       graph = npz.read_graph(path)
       graphs_by_name[graph.graph_id] = graph
+      if not _PER_FILE.value:
+        continue
       log_runtimes = np.log(graph.runtimes())
       taus = empty_table(variants)
       for seed in range(_SEEDS.value):
