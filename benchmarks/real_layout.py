@@ -157,6 +157,13 @@ def finished_results(path: pathlib.Path, variants) -> dict[tuple[str, int], dict
   return finished
 
 
+def restored(finished: dict, key: tuple[str, int], taus: dict[str, list[float]]) -> bool:
+  """Appends the recorded taus of (file, seed) to `taus`; False if that run is not recorded."""
+  for name, value in finished.get(key, {}).items():
+    taus[name].append(value)
+  return key in finished
+
+
 def record(path: pathlib.Path, result: dict) -> None:
   """Appends one finished (file, seed) to the results file and prints it."""
   line = json.dumps(result)
@@ -221,9 +228,7 @@ def main(argv):
       log_runtimes = np.log(graph.runtimes())
       taus = empty_table(variants)
       for seed in range(_SEEDS.value):
-        if (graph.graph_id, seed) in finished:
-          for name, value in finished[graph.graph_id, seed].items():
-            taus[name].append(value)
+        if restored(finished, (graph.graph_id, seed), taus):
           continue
         root = scratch / f"{graph.graph_id}_{seed}"
         split = config_split.write_config_split(graph, root / "npz", seed)
@@ -247,9 +252,7 @@ def main(argv):
       taus = empty_table(variants)
       across = " → ".join(_ACROSS.value)
       for seed in range(_SEEDS.value):
-        if (across, seed) in finished:
-          for name, value in finished[across, seed].items():
-            taus[name].append(value)
+        if restored(finished, (across, seed), taus):
           continue
         root = scratch / f"across_{seed}"
         split = config_split.write_config_split(source, root / "npz", seed)
