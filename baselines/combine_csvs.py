@@ -10,7 +10,7 @@ written unless every test graph of --data_root has exactly one well-formed row.
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import locations
+from tpu_graphs.data import graphs, locations
 from tpu_graphs.export import submission
 
 _RUNS_DIR = flags.DEFINE_string("runs_dir", "runs", "Run directories to take the newest predictions from.")
@@ -26,7 +26,7 @@ def main(argv):
     files = _PREDICTIONS.value
   else:
     newest = submission.newest_prediction_files(_RUNS_DIR.value)
-    for collection in submission.COLLECTIONS:
+    for collection in graphs.COLLECTIONS:
       print(f"{collection:20s} {newest.get(collection, '(no run found)')}")
     files = list(newest.values())
   rows = submission.combine(files, _DATA_ROOT.value, _OUTPUT.value)

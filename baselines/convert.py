@@ -14,20 +14,12 @@ from absl import flags
 from tpu_graphs.data import convert
 from tpu_graphs.data import errors
 from tpu_graphs.data import locations
-from tpu_graphs.data import records
 from tpu_graphs import programs
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree; defaults to the embedded generated data.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "out/records", "Where the records go.")
-_CONFIGS_PER_CHUNK = flags.DEFINE_integer(
-    "configs_per_chunk", records.DEFAULT_CONFIGS_PER_CHUNK, "Most configs per config-chunk record.")
-_CHUNK_KB = flags.DEFINE_integer("chunk_kb", records.DEFAULT_CHUNK_BYTES >> 10,
-                                 "Most kilobytes of config features per config-chunk record.")
-_SHARD_MB = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20,
-                                 "Target npz megabytes per shard.")
-programs.require_at_least(1, _CONFIGS_PER_CHUNK, _CHUNK_KB)
-programs.require_at_least(0, _SHARD_MB)
+_RECORD_SIZES = programs.define_record_size_flags()
 
 
 def summary_table(summary: convert.ConversionSummary) -> str:
@@ -47,8 +39,7 @@ def main(argv):
   input_dir = pathlib.Path(_INPUT_DIR.value)
   if not input_dir.is_dir():
     raise errors.InputError(f"{input_dir}: input directory not found; pass --input_dir=<a TpuGraphs npz tree>")
-  summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, _CONFIGS_PER_CHUNK.value,
-                                      _CHUNK_KB.value << 10, _SHARD_MB.value << 20)
+  summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, **_RECORD_SIZES())
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already "
         f"converted, from {input_dir}\n")
   print(summary_table(summary))

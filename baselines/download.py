@@ -15,8 +15,8 @@ from tpu_graphs.data import download
 from tpu_graphs.data import graphs
 from tpu_graphs.data import statistics
 
-_COLLECTIONS = flags.DEFINE_list("collections", list(download.COLLECTIONS),
-                                 f"Collections to fetch, from: {', '.join(download.COLLECTIONS)}.")
+_COLLECTIONS = flags.DEFINE_list("collections", list(graphs.COLLECTIONS),
+                                 f"Collections to fetch, from: {', '.join(graphs.COLLECTIONS)}.")
 _SPLITS = flags.DEFINE_list("splits", list(graphs.SPLITS), "Splits to fetch: train, valid, test.")
 _DEST = flags.DEFINE_string("dest", "~/data/tpugraphs", "Data root; the npz/ tree is extracted under it.")
 _BASE_URL = flags.DEFINE_string("base_url", download.RELEASE_URL, "Where the release's tar files are.")

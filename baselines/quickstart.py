@@ -1,18 +1,18 @@
 """The main job: from an npz tree to a validated Kaggle submission, SavedModels and a report.
 
   python baselines/quickstart.py                                 # embedded generated data, ~10 min on 2 cores
-  python baselines/quickstart.py --mode smallest --out_dir /tmp/q  # the smallest run, for tests
+  python baselines/quickstart.py --experiment smallest --out_dir /tmp/q  # the smallest run (also --mode smallest)
   python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real
   bazel run //baselines:quickstart
 
-For each of the five collections: convert the npz files to GraphTensor records, train a short
-run (tile and layout tasks on the shared trainer), score every validation config through the
-exported SavedModel, and write test predictions. Then merge the five prediction files into one
+For each of the five collections: convert the npz files to GraphTensor records, train the
+named experiment's short run (tpu_graphs/train/experiments.py; tile and layout tasks on the shared
+trainer), score every validation config through the exported SavedModel, and write test
+predictions. Then merge the five prediction files into one
 submission validated against the test files, rank one test graph through a SavedModel, and write
 report.md with plots. Rerunning resumes finished work (converted shards, trained epochs).
 """
 
-import dataclasses
 import json
 import pathlib
 import time
@@ -22,27 +22,15 @@ from absl import flags
 
 from tpu_graphs import programs
 from tpu_graphs.data import errors, graphs, locations, npz
-from tpu_graphs.export import ranker, report, saved_model, submission
-from tpu_graphs.train import experiments, strategies, tasks
+from tpu_graphs.export import ranker, saved_model, submission
+from tpu_graphs.train import experiments, report, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/quickstart", "Where runs, submission.csv and the report go.")
-_MODE = flags.DEFINE_enum("mode", "default", ["default", "smallest"], "smallest: one short epoch, small models.")
-
-# Per mode and collection kind: trainer settings and model settings.
-MODES = {
-    "default": {"tile": ({"epochs": 20, "batch_size": 8, "configs_per_graph": 16, "patience": 8},
-                         experiments.ModelSettings(units=64, layers=3)),
-                # The layout recipe, shortened to fit four collections in a few minutes.
-                "layout": (dict(experiments.LAYOUT_TRAINING, epochs=4, warmup_steps=20), experiments.LAYOUT_MODEL)},
-    "smallest": {"tile": ({"epochs": 1, "batch_size": 4, "configs_per_graph": 8, "patience": 1},
-                          experiments.ModelSettings(units=16, layers=1)),
-                 "layout": (dict(experiments.LAYOUT_TRAINING, epochs=1, steps_per_epoch=4, configs_per_graph=8,
-                                 warmup_steps=0, patience=1),
-                            dataclasses.replace(experiments.LAYOUT_MODEL, units=16, layers=1, dedup=False,
-                                                normalize=False, configs_per_chunk=250))},
-}
-LAYOUT_EVAL_BATCH = 1  # a layout chunk already holds every op of the graph
+_EXPERIMENT = flags.DEFINE_enum("experiment", "quickstart", ["quickstart", "smallest"],
+                                 "The named experiment every collection trains (tpu_graphs/train/experiments.py); "
+                                 "smallest: one short epoch, small models.")
+flags.DEFINE_alias("mode", "experiment")
 
 
 def _say(step: int, message: str) -> None:
@@ -62,7 +50,7 @@ def score_split(serving: ranker.Ranker, data_root: pathlib.Path, collection: str
                 with_test_labels: bool = False) -> dict:
   """{row id: (runtimes, scores)} of every graph of a split, scored through the SavedModel."""
   scored = {}
-  for path in sorted((experiments.collection_directory(data_root, collection) / split).glob("*.npz")):
+  for path in sorted((graphs.collection_directory(data_root, collection) / split).glob("*.npz")):
     graph = npz.read_graph(path)
     runtimes = test_labels(data_root, path) if with_test_labels else graph.runtimes()
     if runtimes is not None:
@@ -71,9 +59,7 @@ def score_split(serving: ranker.Ranker, data_root: pathlib.Path, collection: str
 
 
 def summary_metrics(collection: str, scored: dict) -> dict:
-  task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask()
-  per_graph = [task.graph_metrics(runtimes, scores) for runtimes, scores in scored.values()]
-  return {name: float(np.mean([m[name] for m in per_graph])) for name in per_graph[0]} if per_graph else {}
+  return scoring.evaluate(experiments.task_class(collection)(), scored)["mean"]
 
 
 def main(argv):
@@ -81,20 +67,17 @@ def main(argv):
   started = time.time()
   strategy = strategies.choose_strategy(None)  # before any TensorFlow op, as multi-worker needs
   data_root, out_dir = pathlib.Path(_DATA_ROOT.value).resolve(), pathlib.Path(_OUT_DIR.value)
-  missing = [c for c in submission.COLLECTIONS if not (experiments.collection_directory(data_root, c) / "train").is_dir()]
+  missing = [c for c in graphs.COLLECTIONS if not (graphs.collection_directory(data_root, c) / "train").is_dir()]
   if missing:
     raise errors.InputError(f"{data_root}: lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
   results, test_results, prediction_files = [], [], []
-  for step, collection in enumerate(submission.COLLECTIONS, start=1):
-    kind = graphs.collection_kind(collection)
-    training, model = MODES[_MODE.value][kind]
+  for step, collection in enumerate(graphs.COLLECTIONS, start=1):
+    experiment = experiments.experiment(_EXPERIMENT.value, collection).overridden(training={"verbose": 2})
     run_dir = out_dir / "runs" / collection.replace(":", "_")
-    _say(min(step, 5), f"{collection}: convert, train {training['epochs']} epoch(s), export -> {run_dir}")
-    settings = dict(training, eval_batch_size=LAYOUT_EVAL_BATCH if kind == "layout" else 8, verbose=2)
-    experiments.train_collection(collection, data_root, run_dir, settings, model,
-                                 records_dir=out_dir / "records", strategy=strategy,
-                                 exporters=[saved_model.export_to_run_directory])
-    serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=model.configs_per_chunk)
+    _say(min(step, 5), f"{collection}: convert, train {experiment.training['epochs']} epoch(s), export -> {run_dir}")
+    experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records", strategy=strategy,
+                      exporters=[saved_model.export_to_run_directory])
+    serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=experiment.model.configs_per_chunk)
     scored = score_split(serving, data_root, collection, "valid")
     history = json.loads((run_dir / "history.json").read_text())
     results.append(report.CollectionResult(collection, history, scored, summary_metrics(collection, scored)))
@@ -107,12 +90,12 @@ def main(argv):
   _say(6, "submission, ranking through a SavedModel, report")
   submission_path = out_dir / "submission.csv"
   rows = submission.combine(prediction_files, data_root, submission_path)
-  example = sorted((experiments.collection_directory(data_root, "tile:xla") / "test").glob("*.npz"))[0]
+  example = sorted((graphs.collection_directory(data_root, "tile:xla") / "test").glob("*.npz"))[0]
   best = ranker.Ranker(out_dir / "runs" / "tile_xla" / saved_model.EXPORT_DIR_NAME).rank_file(example)[0].best(5)
   ranking_line = f"`{example.name}` through `runs/tile_xla/export`: best configs {[i for i, _ in best]}"
   preamble = [f"Data: `{data_root}`" + (" (**generated** data, see its GENERATED.md)" if
                                          (data_root.parent / "GENERATED.md").exists() else ""),
-              f"Mode: {_MODE.value}; wall time {time.time() - started:.0f} s.",
+              f"Experiment: {_EXPERIMENT.value}; wall time {time.time() - started:.0f} s.",
               f"Submission: `submission.csv`, {rows} rows, validated against the test files.",
               f"Ranking of one test kernel: {ranking_line}."]
   if test_results:

@@ -62,7 +62,8 @@ def main(argv):
   if not rows:
     raise errors.InputError(f"{root}: no .npz files found")
   print(statistics.format_table(rows))
-  order = [(row.collection, row.split) for row in rows if graphs.collection_kind(row.collection) == "layout"]
+  # Rows of graphs with configurable nodes (layout collections).
+  order = [(row.collection, row.split) for row in rows if row.configurable_fraction_median is not None]
   if order:
     print()
     print(layout_search_table(root, order))

@@ -31,7 +31,6 @@ from tpu_graphs.train import ridge
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
 _SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
 _SEED = flags.DEFINE_integer("seed", 0, "The seed it was generated with.")
-COLLECTIONS = ("tile/xla", "layout/xla/default", "layout/xla/random", "layout/nlp/default", "layout/nlp/random")
 
 
 def config_features(graph: graphs.Graph) -> np.ndarray:
@@ -71,11 +70,12 @@ def main(argv):
   print("| collection | test graphs | random | ridge on summed config features | per-node layout ridge, "
         "half of each graph's configs | noiseless cost model |")
   print("|---|---:|---:|---:|---:|---:|")
-  for collection in COLLECTIONS:
+  for name in graphs.COLLECTIONS:
+    collection = graphs.collection_directory("", name)
     train = [npz.read_graph(p) for p in sorted((root / "npz" / collection / "train").glob("*.npz"))]
     train_features, mean, scale = standardized_features(train)
     train_targets = np.concatenate([standardized(g.runtimes()) for g in train])
-    layout = collection.startswith("layout")
+    layout = isinstance(train[0], graphs.LayoutGraph)
     score = metrics.kendall_tau if layout else metrics.tile_score
     rows = {"random": [], "ridge": [], "per_node": [], "model": []}
     for path in sorted((root / "npz" / collection / "test").glob("*.npz")):
@@ -89,7 +89,7 @@ def main(argv):
         rows["per_node"].append(ridge.per_node_layout_ridge_tau(dataclasses.replace(graph, config_runtime=labels)))
       rows["model"].append(score(actual, noiseless[str(path.relative_to(root))]))
     per_node = f"{np.mean(rows['per_node']):.3f}" if layout else "-"
-    print(f"| {collection.replace('/', ':')} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
+    print(f"| {name} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
           f"{np.mean(rows['ridge']):.3f} | {per_node} | {np.mean(rows['model']):.3f} |")
 
 

@@ -42,8 +42,7 @@ import numpy as np
 from absl import app
 from absl import flags
 
-from tpu_graphs.data import config_split, graphs, layout_search, locations, npz
-from tpu_graphs.export import submission
+from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
 from tpu_graphs.train import metrics, ridge
 
 _FILES = flags.DEFINE_list("files", None, "Labelled layout npz files; default: every labelled layout file of the "
@@ -106,7 +105,7 @@ def ridge_tau(features: np.ndarray, log_runtimes: np.ndarray, rows: dict[str, np
 
 def predicted_scores(predictions_csv: pathlib.Path, num_configs: int) -> np.ndarray:
   """(c,) rank of every config (0 = predicted fastest) from a run's single-graph predictions.csv."""
-  prediction, = submission.read_predictions(predictions_csv)
+  prediction, = predictions.read_predictions(predictions_csv)
   order = np.asarray(prediction.ranking)
   if sorted(order.tolist()) != list(range(num_configs)):
     raise ValueError(f"{predictions_csv}: does not rank all {num_configs} test configs")

@@ -81,28 +81,27 @@ def measure_tile(model: str, roots: list) -> dict:
           "configs_per_s": configs / seconds, "peak_rss_mb": _peak_rss_mb()}
 
 
-def export_untrained(kind: str, directory: pathlib.Path, prune_hops: int) -> pathlib.Path:
-  """An untrained model of the baselines' default size (64 units, 3 layers), exported for serving."""
+# Per collection measured: a graph to build the model's input spec from.
+EXAMPLE_GRAPHS = {"tile:xla": locations.SAMPLE_NPZ / "tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
+                  "layout:xla:default": SMALL_LAYOUT_GRAPH}
+
+
+def export_untrained(collection: str, directory: pathlib.Path, prune_hops: int) -> pathlib.Path:
+  """An untrained model of the training programs' default size (64 units, 3 layers), exported for serving."""
   import tensorflow as tf
-  from tpu_graphs.data import npz, records
+  from tpu_graphs.data import graphs, npz, records
   from tpu_graphs.export import saved_model
-  from tpu_graphs.train import tasks
-  if kind == "tile":
-    from tpu_graphs.models import tile_model
-    graph = npz.read_graph(locations.SAMPLE_NPZ / "tile/xla/test/0a3585c3e686065389227fa374175e48.npz")
-    example = records.graph_tensor_from_arrays("tile", graph.node_feat, graph.node_opcode, graph.edge_index,
-                                               config_feat=graph.config_feat)
-    build = lambda spec: tile_model.build_tile_model(spec)
-  else:
-    from tpu_graphs.models import layout_model
-    graph = npz.read_graph(SMALL_LAYOUT_GRAPH)
-    example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
-                                               node_config_ids=graph.node_config_ids,
-                                               node_config_feat=graph.node_config_feat[:4])
-    build = lambda spec: layout_model.build_layout_model(spec)
+  from tpu_graphs.train import experiments
+  kind = graphs.collection_kind(collection)
+  structure, chunks = records.graph_records(npz.read_graph(EXAMPLE_GRAPHS[collection]), configs_per_chunk=4)
+  example = records.join(kind, records.parse(kind, tf.constant(structure)),
+                         records.parse(kind, tf.constant(next(iter(chunks)))))
   spec = example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True)
-  task = tasks.TileTask() if kind == "tile" else tasks.LayoutTask(prune_hops)
-  saved_model.export(build(spec), kind, directory / kind, task.structure_transform)
+  # Untrained: no training statistics to normalize with.
+  overrides = {"tile:xla": {}, "layout:xla:default": {"normalize": False, "prune_hops": prune_hops}}[collection]
+  experiment = experiments.experiment("quickstart", collection).overridden(model=overrides)
+  saved_model.export(experiment.model.model_builder(train_npz_dir=None)(spec), kind, directory / kind,
+                     experiment.task().structure_transform)
   return directory / kind
 
 
@@ -114,17 +113,18 @@ def _measured(kind: str, model: pathlib.Path, extra: list) -> dict:
 
 def main(argv):
   del argv
-  if _MEASURE.value == "layout":
-    print(json.dumps(measure_layout(_MODEL.value, NLP_TEST_GRAPH, _CONFIGS.value, _CONFIGS_PER_CALL.value)))
-    return
-  if _MEASURE.value == "tile":
-    print(json.dumps(measure_tile(_MODEL.value, [locations.EMBEDDED_NPZ / "tile", locations.SAMPLE_NPZ / "tile"])))
+  measurements = {
+      "layout": lambda: measure_layout(_MODEL.value, NLP_TEST_GRAPH, _CONFIGS.value, _CONFIGS_PER_CALL.value),
+      "tile": lambda: measure_tile(_MODEL.value, [locations.EMBEDDED_NPZ / "tile", locations.SAMPLE_NPZ / "tile"])}
+  if _MEASURE.value:
+    print(json.dumps(measurements[_MEASURE.value]()))
     return
   if not (NLP_TEST_GRAPH).exists():
     sys.exit(f"benchmark: {NLP_TEST_GRAPH} not found; the real TpuGraphs sample is needed")
   with tempfile.TemporaryDirectory() as temporary:
-    layout = pathlib.Path(_LAYOUT_MODEL.value or export_untrained("layout", pathlib.Path(temporary), _PRUNE_HOPS.value))
-    tile = pathlib.Path(_TILE_MODEL.value or export_untrained("tile", pathlib.Path(temporary), _PRUNE_HOPS.value))
+    layout = pathlib.Path(_LAYOUT_MODEL.value or
+                          export_untrained("layout:xla:default", pathlib.Path(temporary), _PRUNE_HOPS.value))
+    tile = pathlib.Path(_TILE_MODEL.value or export_untrained("tile:xla", pathlib.Path(temporary), _PRUNE_HOPS.value))
     extra = [f"--configs={_CONFIGS.value}"] + ([f"--configs_per_call={_CONFIGS_PER_CALL.value}"]
                                                 if _CONFIGS_PER_CALL.value else [])
     result = {"layout": _measured("layout", layout, extra), "tile": _measured("tile", tile, [])}

@@ -6,7 +6,7 @@
   python benchmarks/train_layout.py all   # every figure below, each in a fresh process
 
 `score`: converts the file to records (chunks of --configs_per_chunk configs) and scores every
-config with an (untrained) layout model through trainer.score_records; prints seconds of scoring
+config with an (untrained) layout model through scoring.score_records; prints seconds of scoring
 (conversion apart) and the process's peak RSS. `train`: --steps steps of --batch_size chunks with
 --configs_per_graph configs each; prints configs/s, s/epoch (the epoch's steps at that rate) and
 peak RSS. One measurement per process, so peak RSS belongs to it alone.
@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from tpu_graphs.data import config_dedup, convert, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import inputs, scoring, tasks, trainer
 
 GENERATED = locations.EMBEDDED_NPZ / "layout"
 
@@ -58,7 +58,7 @@ def score(args) -> None:
                               configs_per_chunk=args.configs_per_chunk, progress=False)
     model = _model(records.graph_spec("layout"), args)
     start = time.perf_counter()
-    scored = trainer.score_records(_task(args), model, pathlib.Path(temporary) / "records" / relative,
+    scored = scoring.score_records(_task(args), model, pathlib.Path(temporary) / "records" / relative,
                                    batch_size=1)
     seconds = time.perf_counter() - start
   (_, scores), = scored.values()
@@ -80,19 +80,17 @@ def train(args) -> None:
         npz.read_graph(p, stream_configs=True).node_feat for p in sorted(train_npz.glob("*.npz"))) \
         if args.normalize else None
     records_dir = next((pathlib.Path(temporary) / "records").rglob("manifest.json")).parent
-    config = trainer.TrainingConfig(train_dir=str(records_dir), valid_dir=str(records_dir), out_dir=temporary,
-                                    epochs=1, batch_size=args.batch_size, configs_per_graph=args.configs_per_graph,
-                                    loss=args.loss)
     task = _task(args)
-    inputs = trainer.training_inputs(task, config, 0)
-    model = trainer.RankingModel(_model(inputs.element_spec[0], args, statistics), task, args.configs_per_graph)
+    training_inputs = inputs.TrainingInputs(records_dir, task, args.batch_size, args.configs_per_graph)
+    batches = training_inputs.get_dataset(first_epoch=0, epochs=1)
+    model = trainer.RankingModel(_model(training_inputs.graph_spec(), args, statistics), task, args.configs_per_graph)
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss=task.loss(args.loss))
-    model.fit(inputs.take(2), verbose=0)  # tracing and warm-up
-    steps = min(args.steps, trainer.steps_per_epoch(records_dir, args.batch_size))
+    model.fit(batches.take(2), verbose=0)  # tracing and warm-up
+    epoch_steps = training_inputs.steps_per_epoch
+    steps = min(args.steps, epoch_steps)
     start = time.perf_counter()
-    model.fit(inputs.take(steps), verbose=0)
+    model.fit(batches.take(steps), verbose=0)
     seconds = time.perf_counter() - start
-    epoch_steps = trainer.steps_per_epoch(records_dir, args.batch_size)
   configs = steps * args.batch_size * args.configs_per_graph
   print(f"train {pathlib.Path(args.npz_dir)}: prune_hops {args.prune_hops} dedup {args.dedup} normalize "
         f"{args.normalize} segment_size {args.segment_size}: {configs / seconds:.0f} configs/s, "

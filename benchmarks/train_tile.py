@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tpu_graphs.data import convert, locations, readers
 from tpu_graphs.models import tile_model
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import inputs, tasks, trainer
 
 EMBEDDED_TILE = locations.EMBEDDED_NPZ / "tile"
 
@@ -62,7 +62,8 @@ def main():
     timer = EpochTimer()
     build = lambda spec: tile_model.build_tile_model(spec, args.join, args.backbone)
     result = trainer.run(tasks.TileTask(), build, config, callbacks=[timer])
-    steps = trainer.steps_per_epoch(config.train_dir, config.batch_size)
+    steps = inputs.TrainingInputs(config.train_dir, tasks.TileTask(), config.batch_size,
+                                  config.configs_per_graph).steps_per_epoch
     graphs = steps * config.batch_size
     configs = configs_per_epoch(config.train_dir, config.configs_per_graph, graphs)
   print(f"tile training, {args.join} join, {args.backbone}, batch {args.batch_size} graphs, "

@@ -15,10 +15,11 @@ import pytest
 
 import sample_data
 from tpu_graphs.data import download
+from tpu_graphs.data import graphs
 
 SAMPLE_DIR = sample_data.sample_dir()
 # Every (collection, split) the sample holds a folder for.
-SAMPLE_SPLITS = [(collection, split) for collection in download.COLLECTIONS for split in ("train", "valid", "test")
+SAMPLE_SPLITS = [(collection, split) for collection in graphs.COLLECTIONS for split in ("train", "valid", "test")
                  if (SAMPLE_DIR / "npz" / collection.replace(":", "/") / split).is_dir()]
 
 

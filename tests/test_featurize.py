@@ -75,7 +75,7 @@ def test_module_features_map_instructions_to_nodes():
 def test_not_a_proto_is_rejected_naming_the_file(tmp_path):
   path = tmp_path / "notes.pb"
   path.write_text("this is not a protocol buffer\n" * 20)
-  with pytest.raises(featurize.HloInputError, match="notes.pb.*not a serialized"):
+  with pytest.raises(graphs.GraphFileError, match="notes.pb.*not a serialized"):
     featurize.read_hlo_file(path)
 
 
@@ -83,21 +83,21 @@ def test_truncated_proto_is_rejected_naming_the_file(tmp_path):
   data = sample_data.require_sample(LAYOUT_PB).read_bytes()
   path = tmp_path / "truncated.pb"
   path.write_bytes(data[:len(data) // 2 + 7])
-  with pytest.raises(featurize.HloInputError, match="truncated.pb"):
+  with pytest.raises(graphs.GraphFileError, match="truncated.pb"):
     featurize.read_hlo_file(path)
 
 
 def test_unknown_opcode_is_rejected_naming_module_and_opcode():
   tuning = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
   tuning.module.computations[0].instructions[0].opcode = "frobnicate"
-  with pytest.raises(featurize.HloInputError, match=r"main__\.10904.*'frobnicate'"):
+  with pytest.raises(graphs.GraphFileError, match=r"main__\.10904.*'frobnicate'"):
     featurize.layout_graph(tuning)
 
 
 def test_empty_module_is_rejected():
-  with pytest.raises(featurize.HloInputError, match="'empty'.*no instructions"):
+  with pytest.raises(graphs.GraphFileError, match="'empty'.*no instructions"):
     featurize.module_features(hlo_pb2.HloModuleProto(name="empty"))
-  with pytest.raises(featurize.HloInputError, match="empty.pb.*not a serialized"):
+  with pytest.raises(graphs.GraphFileError, match="empty.pb.*not a serialized"):
     featurize.parse_hlo_proto(hlo_pb2.HloModuleProto(name="empty").SerializeToString(), "empty.pb")
 
 
@@ -105,7 +105,7 @@ def test_layout_without_successful_runs_is_rejected():
   tuning = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
   for run in tuning.runs:
     run.error = True
-  with pytest.raises(featurize.HloInputError, match="none of the 122 runs succeeded"):
+  with pytest.raises(graphs.GraphFileError, match="none of the 122 runs succeeded"):
     featurize.layout_graph(tuning)
 
 
@@ -137,7 +137,7 @@ def test_kernel_modules_wrap_each_fusion_in_its_own_module():
 def test_module_without_fusions_has_no_kernels():
   tuning = featurize.read_hlo_file(sample_data.require_sample(TILE_PB))
   copy_kernel = next(m for m in tuning.modules if m.module.name == "copy.24").module
-  with pytest.raises(featurize.HloInputError, match="'copy.24'.*no fusion"):
+  with pytest.raises(graphs.GraphFileError, match="'copy.24'.*no fusion"):
     featurize.kernel_modules(copy_kernel)
 
 

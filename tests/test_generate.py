@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tpu_graphs.data import convert
+from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
@@ -45,7 +46,7 @@ def test_regenerating_the_embedded_data_gives_identical_bytes(regenerated):
 def test_every_collection_is_written_and_valid(regenerated):
   root, _ = regenerated
   rows = statistics.directory_statistics(root / "npz")
-  assert {row.collection for row in rows} == set(statistics._COLLECTION_ORDER)
+  assert {row.collection for row in rows} == set(graphs.COLLECTIONS)
   for row in rows:
     if row.configurable_fraction_median is not None:
       assert 0.01 <= row.configurable_fraction_median <= 0.05

@@ -9,10 +9,9 @@ import pytest
 import tensorflow as tf
 
 import sample_data
-from tpu_graphs.data import config_split, convert, npz, records
-from tpu_graphs.export import submission
+from tpu_graphs.data import config_split, convert, npz, predictions, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import experiments, metrics, tasks, trainer
+from tpu_graphs.train import experiments, metrics, scoring, tasks
 
 GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
 
@@ -76,7 +75,7 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
   spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
   model = layout_model.build_layout_model(spec, units=16, num_layers=2)
   # The task prunes each graph once as the records are read; here the whole graph is pruned at once.
-  scored = trainer.score_records(tasks.LayoutTask(prune_hops=1), model,
+  scored = scoring.score_records(tasks.LayoutTask(prune_hops=1), model,
                                  tmp_path / "chunked/layout/xla/default/valid", batch_size=2)
   runtimes, scores = scored["layout:xla:default:small"]
   assert scores.shape == (graph.num_configs,)
@@ -92,10 +91,10 @@ def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   source = sample_data.require_sample("npz") / "layout/xla/default/train/unet3d.npz"
   graph = npz.read_graph(source)
   rows = config_split.write_config_split(graph, tmp_path / "npz", seed=0)
-  training = dict(experiments.LAYOUT_TRAINING, epochs=3, steps_per_epoch=30, warmup_steps=10, verbose=0)
-  experiments.train_collection("layout:xla:default", tmp_path / "npz", tmp_path / "run", training,
-                               experiments.LAYOUT_MODEL)
-  prediction, = submission.read_predictions(tmp_path / "run/predictions.csv")
+  recipe = experiments.experiment("layout", "layout:xla:default").overridden(
+      training={"epochs": 3, "steps_per_epoch": 30, "warmup_steps": 10, "verbose": 0})
+  experiments.train(recipe, tmp_path / "npz", tmp_path / "run")
+  prediction, = predictions.read_predictions(tmp_path / "run/predictions.csv")
   assert sorted(prediction.ranking) == list(range(len(rows["test"])))
   scores = np.empty(len(rows["test"]))
   scores[list(prediction.ranking)] = np.arange(len(rows["test"]))

@@ -15,9 +15,10 @@ from tpu_graphs.train import padding, tasks
 def test_padded_batches_share_shapes_and_padding_is_masked(tmp_path):
   records = tile_test_data.tile_records(tmp_path, {"train": 7}, num_configs=10)
   graphs = readers.training_dataset(records / "train", 6, seed=0)
-  constraints = padding.size_constraints(graphs, batch_size=3)
+  static_padding = padding.Padding.fitting(graphs, batch_size=3)
+  constraints = static_padding.constraints
   batches = graphs.batch(3, drop_remainder=True).map(lambda g: g.merge_batch_to_components())
-  padded = list(padding.pad_batches(batches, constraints))
+  padded = list(static_padding.pad(batches))
   assert len(padded) == 2
   for graph in padded:
     assert int(graph.num_components) == int(constraints.total_num_components) == 4

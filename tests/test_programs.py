@@ -73,5 +73,24 @@ def test_a_bug_keeps_its_traceback(tmp_path):
   assert completed.returncode == 1 and "Traceback" in completed.stderr and "KeyError" in completed.stderr
 
 
+RECORD_SIZES_PROGRAM = """
+from tpu_graphs import programs
+record_sizes = programs.define_record_size_flags()
+programs.run(lambda argv: print(sorted(record_sizes().items())))
+"""
+
+
+@pytest.mark.parametrize("flag, status, output", [
+    ("--chunk_kb=2", 0, "[('chunk_bytes', 2048), ('configs_per_chunk', 1000), ('shard_bytes', 67108864)]"),
+    ("--configs_per_chunk=0", 1, "--configs_per_chunk must be at least 1"),
+    ("--shard_mb=-1", 1, "--shard_mb must be at least 0"),
+])
+def test_record_size_flags_are_checked_and_given_as_converter_arguments(tmp_path, flag, status, output):
+  script = tmp_path / "program.py"
+  script.write_text(RECORD_SIZES_PROGRAM)
+  completed = _run(script, flag)
+  assert completed.returncode == status and output in completed.stdout + completed.stderr
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

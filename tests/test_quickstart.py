@@ -1,5 +1,6 @@
 """End to end: the main job's smallest mode leaves every artifact, and each one is usable."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tpu_graphs.data import locations, npz
+from tpu_graphs.data import graphs, locations, npz, predictions
 from tpu_graphs.export import ranker, saved_model, submission
 
 QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
@@ -28,11 +29,18 @@ def out_dir(tmp_path_factory):
 
 
 def test_submission_covers_every_test_graph_and_validates(out_dir):
-  predictions = submission.read_predictions(out_dir / "submission.csv")
+  rows = predictions.read_predictions(out_dir / "submission.csv")
   counts = submission.test_config_counts(locations.EMBEDDED_NPZ)
-  submission.validate(predictions, counts, source="quickstart submission")
-  assert {p.collection for p in predictions} == set(submission.COLLECTIONS)
-  assert len(predictions) == len(counts)
+  submission.validate(rows, counts, source="quickstart submission")
+  assert {p.collection for p in rows} == set(graphs.COLLECTIONS)
+  assert len(rows) == len(counts)
+
+
+@pytest.mark.parametrize("collection", sorted(RUNS))
+def test_each_run_records_the_experiment_it_resolved(out_dir, collection):
+  recorded = json.loads((out_dir / "runs" / RUNS[collection] / "config.json").read_text())
+  assert recorded["experiment"] == {"name": "smallest", "collection": collection}
+  assert recorded["epochs"] == 1 and recorded["model"]["units"] == 16
 
 
 @pytest.mark.parametrize("collection", sorted(RUNS))

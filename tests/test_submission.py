@@ -6,6 +6,7 @@ import sys
 import pytest
 
 import sample_data
+from tpu_graphs.data import predictions
 from tpu_graphs.export import submission
 
 TILE_IDS = {"0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb": 32, "0a3585c3e686065389227fa374175e48": 1282,
@@ -66,28 +67,10 @@ def test_each_malformed_case_is_rejected(data_root, tmp_path, mutate, message):
   assert not (tmp_path / "submission.csv").exists()
 
 
-@pytest.mark.parametrize("rows, header, message", [
-    (["tile:xla:abc,0;1;x"], "ID,TopConfigs", "row 2: invalid literal"),
-    (["tiles:xla:abc,0;1"], "ID,TopConfigs", "row 2: ID 'tiles:xla:abc' is not <collection>:<graph id>"),
-    (["layout:xla:abc,0;1"], "ID,TopConfigs", "is not <collection>:<graph id>"),
-    (["tile:xla:abc,0,1"], "ID,TopConfigs", "row 2 has 3 fields"),
-    (["tile:xla:abc,0"], "id,top", "header is"),
-])
-def test_malformed_rows_are_named(tmp_path, rows, header, message):
-  path = write_csv(tmp_path / "bad.csv", rows, header)
-  with pytest.raises(submission.SubmissionError, match=message) as caught:
-    submission.read_predictions(path)
-  assert "bad.csv" in str(caught.value)
-
-
-def test_csv_that_is_not_utf8_is_named(tmp_path):
-  path = tmp_path / "latin1.csv"
-  path.write_bytes("ID,TopConfigs\ntile:xla:caf\xe9,0;1;2;3;4\n".encode("latin-1"))
-  with pytest.raises(submission.SubmissionError, match=r"latin1\.csv: not UTF-8 text"):
-    submission.read_predictions(path)
+def test_prediction_file_that_is_not_utf8_is_named(tmp_path):
   (tmp_path / "runs/a").mkdir(parents=True)
-  path.rename(tmp_path / "runs/a/predictions.csv")
-  with pytest.raises(submission.SubmissionError, match=r"a/predictions\.csv: not UTF-8 text"):
+  (tmp_path / "runs/a/predictions.csv").write_bytes("ID,TopConfigs\ntile:xla:caf\xe9,0;1;2;3;4\n".encode("latin-1"))
+  with pytest.raises(predictions.PredictionFileError, match=r"a/predictions\.csv: not UTF-8 text"):
     submission.newest_prediction_files(tmp_path / "runs")
 
 

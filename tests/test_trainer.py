@@ -12,7 +12,7 @@ import tensorflow as tf
 import tile_test_data
 from tpu_graphs.models import tile_model
 from tpu_graphs.data import locations, npz
-from tpu_graphs.train import experiments, metrics, tasks, trainer
+from tpu_graphs.train import experiments, metrics, scoring, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
   tf.config.set_logical_device_configuration(
@@ -39,18 +39,10 @@ def _build(spec):
 def test_cosine_schedule_warms_up_then_decays_to_zero_at_the_last_step(records, tmp_path):
   config = _config(records, tmp_path, epochs=4, steps_per_epoch=25, learning_rate_schedule="cosine",
                    warmup_steps=10)
-  schedule = trainer.learning_rate(config)
+  schedule = trainer.learning_rate(config, steps_per_epoch=25)
   rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
   np.testing.assert_allclose(rates, [0.0, 1.5e-3, 3e-3, 1.5e-3, 0.0], atol=1e-9)
-  assert trainer.learning_rate(_config(records, tmp_path)) == 3e-3
-
-
-def test_fixed_steps_per_epoch_outlast_one_pass_over_the_chunks(records, tmp_path):
-  config = _config(records, tmp_path, epochs=2, steps_per_epoch=7)
-  assert trainer.epoch_steps(config) == 7 > trainer.steps_per_epoch(config.train_dir, config.batch_size)
-  batches = list(trainer.training_inputs(tasks.TileTask(), config, first_epoch=0))
-  assert len(batches) == 14
-  assert len({tuple(graph.node_sets["config"]["config_index"].numpy()) for graph, _ in batches}) == 14
+  assert trainer.learning_rate(_config(records, tmp_path), steps_per_epoch=25) == 3e-3
 
 
 def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp_path):
@@ -59,7 +51,7 @@ def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp
   losses = [epoch["loss"] for epoch in result["history"]]
   assert losses[-1] < losses[0]
   rng = np.random.default_rng(0)
-  scored = trainer.score_records(tasks.TileTask(), tf.keras.models.load_model(str(tmp_path / "run" / "model")),
+  scored = scoring.score_records(tasks.TileTask(), tf.keras.models.load_model(str(tmp_path / "run" / "model")),
                                  records / "valid")
   random_score = np.mean([metrics.tile_score(runtimes, rng.random(runtimes.size))
                           for runtimes, _ in scored.values() for _ in range(200)])
@@ -78,9 +70,9 @@ def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp
 
 
 def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):
-  training = {"epochs": 3, "batch_size": 8, "configs_per_graph": 16, "learning_rate": 3e-3, "verbose": 0}
-  model = experiments.ModelSettings(units=32, layers=2)
-  result = experiments.train_collection("tile:xla", locations.EMBEDDED_NPZ, tmp_path / "run", training, model)
+  experiment = experiments.experiment("tile", "tile:xla").overridden(
+      training={"epochs": 3, "learning_rate": 3e-3, "verbose": 0}, model={"units": 32, "layers": 2})
+  result = experiments.train(experiment, locations.EMBEDDED_NPZ, tmp_path / "run")
   losses = [epoch["loss"] for epoch in result["history"]]
   assert losses[-1] < losses[0]
   valid = [npz.read_graph(path).runtimes() for path in sorted((locations.EMBEDDED_NPZ / "tile/xla/valid").glob("*.npz"))]

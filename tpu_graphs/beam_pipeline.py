@@ -69,11 +69,11 @@ def featurize_to_npz(pb_path: str, npz_dir: pathlib.Path, labelled_split: str) -
 
 
 def _require_distinct_outputs(featurized: list[tuple[str, str]]) -> None:
-  """Raises HloInputError when two protos gave the same npz file (one graph would be lost)."""
+  """Raises GraphFileError when two protos gave the same npz file (one graph would be lost)."""
   first_source = {}
   for npz_path, pb_path in featurized:
     if npz_path in first_source:
-      raise featurize.HloInputError(pb_path, f"its graph {npz_path} was also featurized from "
+      raise graphs.GraphFileError(pb_path, f"its graph {npz_path} was also featurized from "
                                     f"{first_source[npz_path]}; graph ids must be unique")
     first_source[npz_path] = pb_path
 

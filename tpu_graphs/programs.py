@@ -78,3 +78,19 @@ def check_flag(holder: flags.FlagHolder, check: Callable[[object], object]) -> N
     return True
 
   flags.register_validator(holder, valid)
+
+
+def define_record_size_flags() -> Callable[[], dict]:
+  """Defines the conversion's size flags (--configs_per_chunk, --chunk_kb, --shard_mb), checked at
+  parse time, for the converting programs (convert.py, convert_beam.py); returns a function giving
+  their values as the converters' keyword arguments (configs_per_chunk, chunk_bytes, shard_bytes)."""
+  from tpu_graphs.data import convert, records  # pylint: disable=g-import-not-at-top
+  configs_per_chunk = flags.DEFINE_integer("configs_per_chunk", records.DEFAULT_CONFIGS_PER_CHUNK,
+                                           "Most configs per config-chunk record.")
+  chunk_kb = flags.DEFINE_integer("chunk_kb", records.DEFAULT_CHUNK_BYTES >> 10,
+                                  "Most kilobytes of config features per config-chunk record.")
+  shard_mb = flags.DEFINE_integer("shard_mb", convert.DEFAULT_SHARD_BYTES >> 20, "Target npz megabytes per shard.")
+  require_at_least(1, configs_per_chunk, chunk_kb)
+  require_at_least(0, shard_mb)
+  return lambda: {"configs_per_chunk": configs_per_chunk.value, "chunk_bytes": chunk_kb.value << 10,
+                  "shard_bytes": shard_mb.value << 20}

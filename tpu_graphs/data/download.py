@@ -37,8 +37,6 @@ from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 
 RELEASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
-COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default",
-               "layout:nlp:random")
 _CHUNK_BYTES = 1 << 20
 _VALIDATION_CHUNK_BYTES = 1 << 26
 _Result = TypeVar("_Result")
@@ -54,8 +52,8 @@ class UnsafeArchiveError(DownloadError):
 
 def archive_name(collection: str, split: str) -> str:
   """'npz_tile_xla_train.tar', 'npz_layout_nlp_random_test.tar': the release's file names."""
-  if collection not in COLLECTIONS:
-    raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTIONS)}")
+  if collection not in graphs.COLLECTIONS:
+    raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(graphs.COLLECTIONS)}")
   if split not in graphs.SPLITS:
     raise ValueError(f"unknown split {split!r}; expected one of {', '.join(graphs.SPLITS)}")
   return f"npz_{collection.replace(':', '_')}_{split}.tar"

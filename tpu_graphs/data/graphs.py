@@ -17,7 +17,8 @@ in particular) ever sees malformed arrays.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Union
+import pathlib
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -27,10 +28,14 @@ NODE_FEATURE_WIDTH = 140
 TILE_CONFIG_FEATURE_WIDTH = 24
 LAYOUT_CONFIG_FEATURE_WIDTH = 18
 SPLITS = ("train", "valid", "test")
+# The five collections of the release, in the order submissions and tables list them.
+COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 
 
 class GraphFileError(errors.InputError):
-  """A TpuGraphs file is unreadable or violates the format; the message names file and problem."""
+  """An input that gives no valid TpuGraphs graph: an npz file that is unreadable or violates the
+  format, or an HLO proto (or module) that cannot be featurized; the message names the file (or
+  module) and the problem."""
 
   def __init__(self, path, problem: str):
     self.path = str(path)
@@ -118,12 +123,32 @@ def graph_arrays(graph: Graph) -> dict[str, np.ndarray]:
   return {name: getattr(graph, name) for name in names}
 
 
+# Collection kind -> how many names follow it in a collection name (tile:xla, layout:<source>:<search>).
+_NAMES_AFTER_KIND = {"tile": 1, "layout": 2}
+
+
 def collection_kind(collection: str) -> str:
   """'tile' or 'layout' from a collection name such as 'layout:nlp:random'."""
   kind = collection.split(":")[0]
-  if kind not in ("tile", "layout"):
+  if kind not in _NAMES_AFTER_KIND:
     raise ValueError(f"unknown collection {collection!r}: expected tile:... or layout:...")
   return kind
+
+
+def collection_of_folders(folders: Sequence[str]) -> Optional[str]:
+  """'layout:nlp:random' from the folders of a path such as .../layout/nlp/random/test (the last
+  collection they name in full); None if they name none."""
+  for i in range(len(folders) - 1, -1, -1):
+    names = _NAMES_AFTER_KIND.get(folders[i])
+    if names is not None and i + names < len(folders):
+      return ":".join(folders[i:i + names + 1])
+  return None
+
+
+def collection_directory(root, collection: str) -> pathlib.Path:
+  """Where a collection's splits lie under an npz (or records) tree: <root>/tile/xla or
+  <root>/layout/<source>/<search>."""
+  return pathlib.Path(root, *collection.split(":"))
 
 
 def _cast(path, name: str, array: np.ndarray, dtype, rank: int) -> np.ndarray:
@@ -246,6 +271,5 @@ def validate_layout(path, graph_id: str, collection: str, split: Optional[str],
 
 def validate_graph(path, graph_id: str, collection: str, split: Optional[str], arrays) -> Graph:
   """Dispatches on the collection: the single entry point for arrays from any source."""
-  if collection_kind(collection) == "tile":
-    return validate_tile(path, graph_id, collection, split, arrays)
-  return validate_layout(path, graph_id, collection, split, arrays)
+  validate = {"tile": validate_tile, "layout": validate_layout}[collection_kind(collection)]
+  return validate(path, graph_id, collection, split, arrays)

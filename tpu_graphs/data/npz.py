@@ -118,12 +118,7 @@ def infer_collection_and_split(path: Union[str, os.PathLike]) -> tuple[Optional[
   """('layout:nlp:random', 'test') from .../layout/nlp/random/test/x.npz; None where unknown."""
   parts = pathlib.Path(path).parts
   split = parts[-2] if len(parts) >= 2 and parts[-2] in graphs.SPLITS else None
-  for i in range(len(parts) - 1, -1, -1):
-    if parts[i] == "tile" and i + 1 < len(parts) - 1:
-      return f"tile:{parts[i + 1]}", split
-    if parts[i] == "layout" and i + 2 < len(parts) - 1:
-      return f"layout:{parts[i + 1]}:{parts[i + 2]}", split
-  return None, split
+  return graphs.collection_of_folders(parts[:-1]), split
 
 
 def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,

@@ -17,10 +17,6 @@ import numpy as np
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 
-_COLLECTION_ORDER = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default",
-                     "layout:nlp:random")
-
-
 @dataclasses.dataclass(frozen=True)
 class SplitStatistics:
   """Summary of the graphs of one collection and split.
@@ -62,8 +58,8 @@ def directory_statistics(root: Union[str, os.PathLike]) -> list[SplitStatistics]
 
 
 def _row_order(row: SplitStatistics):
-  collection_rank = _COLLECTION_ORDER.index(row.collection) if row.collection in _COLLECTION_ORDER \
-      else len(_COLLECTION_ORDER)
+  collection_rank = graphs.COLLECTIONS.index(row.collection) if row.collection in graphs.COLLECTIONS \
+      else len(graphs.COLLECTIONS)
   split_rank = graphs.SPLITS.index(row.split) if row.split in graphs.SPLITS else len(graphs.SPLITS)
   return collection_rank, row.collection, split_rank
 
@@ -74,7 +70,7 @@ def _summarise(collection: str, split: Optional[str],
   edges = np.array([graph.edge_index.shape[0] for graph, _ in entries])
   configs = np.array([graph.num_configs for graph, _ in entries])
   fraction = None
-  if graphs.collection_kind(collection) == "layout":
+  if all(isinstance(graph, graphs.LayoutGraph) for graph, _ in entries):
     fraction = float(np.median([graph.node_config_ids.shape[0] / graph.node_feat.shape[0]
                                 for graph, _ in entries]))
   return SplitStatistics(

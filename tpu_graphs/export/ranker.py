@@ -85,7 +85,7 @@ class Ranker:
     """Rankings of the graphs in a TpuGraphs .npz file (one) or an HLO .pb file.
 
     A .pb file goes through featurize.graphs_from_file (`kernels`: one tile graph per fusion of an
-    optimized HloModuleProto). Raises graphs.GraphFileError / featurize.HloInputError naming the
+    optimized HloModuleProto). Raises graphs.GraphFileError naming the
     file for unreadable input.
     """
     path = pathlib.Path(path)

@@ -43,15 +43,6 @@ CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
 UNLABELLED_SPLIT = "test"
 
 
-class HloInputError(errors.InputError):
-  """An HLO input cannot be featurized; the message names the source (file or module) and why."""
-
-  def __init__(self, source, problem: str):
-    self.source = str(source)
-    self.problem = problem
-    super().__init__(f"{self.source}: {problem}")
-
-
 @dataclasses.dataclass(frozen=True)
 class ModuleFeatures:
   """The graph of one HloModuleProto, before any configuration is attached.
@@ -85,7 +76,7 @@ def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None
     source: what to name in errors (a file); defaults to the module's name.
 
   Raises:
-    HloInputError: an empty module, an unknown opcode, or a dangling operand / computation id.
+    graphs.GraphFileError: an empty module, an unknown opcode, or a dangling operand / computation id.
   """
   source = source or f"HLO module {module.name!r}"
   instructions, computation_of_node, is_root, names = [], [], [], []
@@ -101,14 +92,14 @@ def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None
     if any(word in computation.name for word in _SPLIT_COMPUTATION_WORDS):
       splits.append(count)
   if not instructions:
-    raise HloInputError(source, "the module has no instructions")
+    raise graphs.GraphFileError(source, "the module has no instructions")
   if splits[-1] < count:
     splits.append(count)
 
   node_by_id = {}
   for i, instruction in enumerate(instructions):
     if instruction.id in node_by_id:
-      raise HloInputError(source, f"instruction id {instruction.id} ({instruction.name!r}) appears twice")
+      raise graphs.GraphFileError(source, f"instruction id {instruction.id} ({instruction.name!r}) appears twice")
     node_by_id[instruction.id] = i
   node_opcode = np.empty(len(instructions), np.uint8)
   node_feat = np.empty((len(instructions), len(features.NODE_FEATURE_NAMES)), np.float32)
@@ -116,19 +107,19 @@ def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None
   for i, instruction in enumerate(instructions):
     opcode = opcodes.OPCODE_IDS.get(instruction.opcode)
     if opcode is None:
-      raise HloInputError(source, f"instruction {instruction.name!r} has opcode {instruction.opcode!r}, which "
+      raise graphs.GraphFileError(source, f"instruction {instruction.name!r} has opcode {instruction.opcode!r}, which "
                           "the TpuGraphs opcode numbering does not know")
     node_opcode[i] = opcode
     node_feat[i] = features.node_features(instruction, is_root[i])
     for operand_id in sorted(set(instruction.operand_ids)):
       if operand_id not in node_by_id:
-        raise HloInputError(source, f"instruction {instruction.name!r} has operand id {operand_id}, "
+        raise graphs.GraphFileError(source, f"instruction {instruction.name!r} has operand id {operand_id}, "
                             "which no instruction has")
       edges.append((i, node_by_id[operand_id]))
     for computation_id in instruction.called_computation_ids:
       root_id = root_of_computation.get(computation_id)
       if root_id not in node_by_id:
-        raise HloInputError(source, f"instruction {instruction.name!r} calls computation id {computation_id}, "
+        raise graphs.GraphFileError(source, f"instruction {instruction.name!r} calls computation id {computation_id}, "
                             "which the module lacks or which has no root")
       edges.append((i, node_by_id[root_id]))
   edge_index = np.unique(np.asarray(edges, np.int64).reshape(-1, 2), axis=0)
@@ -154,15 +145,15 @@ def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = 
   `node_config_ids`). Runs that failed, have no profile, or are not layout configs are dropped.
 
   Raises:
-    HloInputError: no successful run, no configurable node, or a config that does not fit.
+    graphs.GraphFileError: no successful run, no configurable node, or a config that does not fit.
   """
   source = source or f"layout tuning data of module {tuning.module.name!r}"
   module = module_features(tuning.module, source)
   node_config_ids = np.asarray(tuning.config_index_to_node, np.int64)
   if node_config_ids.size == 0:
-    raise HloInputError(source, "config_index_to_node is empty: no configurable node")
+    raise graphs.GraphFileError(source, "config_index_to_node is empty: no configurable node")
   if node_config_ids.max() >= module.num_nodes:
-    raise HloInputError(source, f"config_index_to_node holds {node_config_ids.max()}, beyond the "
+    raise graphs.GraphFileError(source, f"config_index_to_node holds {node_config_ids.max()}, beyond the "
                         f"{module.num_nodes} nodes")
   config_feats, runtimes = [], []
   for r, run in enumerate(tuning.runs):
@@ -172,14 +163,14 @@ def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = 
     try:
       config = features.layout_config_features(run.module_config.layout_config)
     except features.LayoutConfigError as error:
-      raise HloInputError(source, f"run {r}: {error}") from None
+      raise graphs.GraphFileError(source, f"run {r}: {error}") from None
     if config.shape[0] != node_config_ids.size:
-      raise HloInputError(source, f"run {r} configures {config.shape[0]} nodes, config_index_to_node "
+      raise graphs.GraphFileError(source, f"run {r} configures {config.shape[0]} nodes, config_index_to_node "
                           f"lists {node_config_ids.size}")
     config_feats.append(config)
     runtimes.append(runtime)
   if not runtimes:
-    raise HloInputError(source, f"none of the {len(tuning.runs)} runs succeeded with a layout config")
+    raise graphs.GraphFileError(source, f"none of the {len(tuning.runs)} runs succeeded with a layout config")
   arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
                 node_config_ids=node_config_ids, node_config_feat=np.stack(config_feats),
                 config_runtime=np.asarray(runtimes, np.int64), node_splits=module.node_splits)
@@ -195,14 +186,14 @@ def tile_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = No
   same value for every config). Failed runs and runs measuring <= 1 ns are dropped.
 
   Raises:
-    HloInputError: a run without a tile-size config, no successful run, or no successful default.
+    graphs.GraphFileError: a run without a tile-size config, no successful run, or no successful default.
   """
   source = source or f"tile tuning data of module {tuning.module.name!r}"
   module = module_features(tuning.module, source)
   config_feats, runtimes, default_runtime = [], [], None
   for r, run in enumerate(tuning.runs):
     if not run.op_config.HasField("tile_size_config"):
-      raise HloInputError(source, f"run {r} has no tile_size_config")
+      raise graphs.GraphFileError(source, f"run {r} has no tile_size_config")
     runtime = _successful_runtime(run)
     if runtime is None or runtime <= 1:
       continue
@@ -211,9 +202,9 @@ def tile_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = No
     config_feats.append(features.tile_config_features(run.op_config.tile_size_config))
     runtimes.append(runtime)
   if not runtimes:
-    raise HloInputError(source, f"none of the {len(tuning.runs)} runs succeeded")
+    raise graphs.GraphFileError(source, f"none of the {len(tuning.runs)} runs succeeded")
   if default_runtime is None:
-    raise HloInputError(source, "no successful default run to normalize runtimes by")
+    raise graphs.GraphFileError(source, "no successful default run to normalize runtimes by")
   arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
                 config_feat=np.stack(config_feats), config_runtime=np.asarray(runtimes, np.int64),
                 config_runtime_normalizers=np.full(len(runtimes), default_runtime, np.int64))
@@ -226,7 +217,7 @@ def tile_graphs(tuning: tuning_pb2.TuningData, collection: str = "tile:xla", spl
   source = source or "tile tuning data"
   kernels = [m for m in tuning.modules if len(m.runs) > 1 and m.HasField("module")]
   if not kernels:
-    raise HloInputError(source, f"none of the {len(tuning.modules)} modules has more than one run")
+    raise graphs.GraphFileError(source, f"none of the {len(tuning.modules)} modules has more than one run")
   return [tile_graph(m, m.module.name, collection, split, f"{source} (module {m.module.name!r})")
           for m in kernels]
 
@@ -288,7 +279,7 @@ def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProt
   computation named after the fusion: one parameter per distinct operand, and the fusion as root.
 
   Raises:
-    HloInputError: the module has no fusion (e.g. it was not optimized).
+    graphs.GraphFileError: the module has no fusion (e.g. it was not optimized).
   """
   computations = {c.id: c for c in module.computations}
   instructions = {i.id: i for c in module.computations for i in c.instructions}
@@ -297,7 +288,7 @@ def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProt
   fused = set(_called_computations(computations, [cid for _, i in fusions for cid in i.called_computation_ids]))
   fusions = [fusion for computation, fusion in fusions if computation.id not in fused]
   if not fusions:
-    raise HloInputError(f"HLO module {module.name!r}", "has no fusion instruction to make a kernel of")
+    raise graphs.GraphFileError(f"HLO module {module.name!r}", "has no fusion instruction to make a kernel of")
   next_id = 1 + max(instructions)
   kernels = []
   for fusion in fusions:
@@ -360,10 +351,10 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
   """Parses serialized bytes as ModuleTuningData, TuningData or HloModuleProto, whichever fits.
 
   Raises:
-    HloInputError: the bytes are none of the three (not a proto, truncated, or another message).
+    graphs.GraphFileError: the bytes are none of the three (not a proto, truncated, or another message).
   """
   if not data:
-    raise HloInputError(source, "the file is empty")
+    raise graphs.GraphFileError(source, "the file is empty")
   for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto):
     try:
       parsed = kind.FromString(data)
@@ -371,7 +362,7 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
       continue
     if _is_plausibly(parsed):
       return parsed
-  raise HloInputError(source, "not a serialized ModuleTuningData, TuningData or HloModuleProto "
+  raise graphs.GraphFileError(source, "not a serialized ModuleTuningData, TuningData or HloModuleProto "
                       "(not a protocol buffer, truncated, or missing computations / runs)")
 
 
@@ -380,11 +371,11 @@ def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
   path = pathlib.Path(path)
   problem = errors.regular_file_problem(path)
   if problem:
-    raise HloInputError(path, problem)
+    raise graphs.GraphFileError(path, problem)
   try:
     data = path.read_bytes()
   except OSError as error:
-    raise HloInputError(path, f"cannot read the file ({error.strerror or error})") from None
+    raise graphs.GraphFileError(path, f"cannot read the file ({error.strerror or error})") from None
   return parse_hlo_proto(data, str(path))
 
 

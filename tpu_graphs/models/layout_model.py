@@ -39,14 +39,6 @@ from tpu_graphs.models import gnn, layout_features, layout_preprocessing
 _LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
 
 
-def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(c, 2) int64 [graph, position in its config list] of every config node."""
-  sizes = tf.cast(graph.node_sets["config"].sizes, tf.int64)
-  graph_ids = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
-  positions = tf.range(tf.reduce_sum(sizes)) - tf.gather(tf.cumsum(sizes, exclusive=True), graph_ids)
-  return tf.stack([graph_ids, positions], axis=1)
-
-
 def _list_size(graph: tfgnn.GraphTensor) -> tf.Tensor:
   """Scalar int64 k: the longest config list of the batch."""
   return tf.reduce_max(tf.concat([tf.cast(graph.node_sets["config"].sizes, tf.int64), [0]], 0))
@@ -54,7 +46,7 @@ def _list_size(graph: tfgnn.GraphTensor) -> tf.Tensor:
 
 def _op_slot_indices(graph: tfgnn.GraphTensor) -> tf.Tensor:
   """(N, 2) int64 [op, config slot] of every node_config node."""
-  positions = _list_positions(graph)[:, 1]
+  positions = gnn.list_positions(graph)[:, 1]
   config_of = tf.cast(graph.edge_sets["belongs_to"].adjacency.target, tf.int64)
   op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int64)
   # Both edge sets list node_config nodes in order (records.join, graph_tensor_from_arrays).
@@ -244,7 +236,7 @@ class LayoutReadout(tf.keras.layers.Layer):
     states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
     per_op = tf.squeeze(self._score(self._hidden(states)), -1)  # (n, k)
     per_list = tfgnn.pool_nodes_to_context(graph, "op", "sum", feature_value=per_op)  # (b, k)
-    positions = _list_positions(graph)
+    positions = gnn.list_positions(graph)
     if self.cross_config_attention:
       pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_value=states)  # (b, k, d)
       filled = tf.scatter_nd(positions, tf.ones(tf.shape(positions)[:1], tf.bool), tf.shape(per_list, tf.int64))

@@ -26,15 +26,6 @@ def _config_lists(graph: tfgnn.GraphTensor, values: tf.Tensor) -> tf.Tensor:
   return tf.RaggedTensor.from_row_lengths(values, graph.node_sets["config"].sizes).to_tensor()
 
 
-def _list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(c, 2) [graph, position in its list] of every config node."""
-  sizes = tf.cast(graph.node_sets["config"].sizes, tf.int64)
-  graph_ids = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
-  starts = tf.cumsum(sizes, exclusive=True)
-  positions = tf.range(tf.reduce_sum(sizes)) - tf.gather(starts, graph_ids)
-  return tf.stack([graph_ids, positions], axis=1)
-
-
 class TileEncoder(tf.keras.layers.Layer):
   """Sets op hidden states: (n, d) for late join, (n, k, d) for early join; config states (c, d)."""
 
@@ -76,7 +67,7 @@ class TileReadout(tf.keras.layers.Layer):
     pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_name=tfgnn.HIDDEN_STATE)
     if self.join == "early":  # pooled (b, k, d): one embedding per graph and config already
       per_list = tf.squeeze(self._score(self._hidden(pooled)), -1)  # (b, k)
-      return tf.gather_nd(per_list, _list_positions(graph))
+      return tf.gather_nd(per_list, gnn.list_positions(graph))
     per_config = tfgnn.broadcast_context_to_nodes(graph, "config", feature_value=pooled)  # (c, d)
     joined = tf.concat([per_config, graph.node_sets["config"][tfgnn.HIDDEN_STATE]], axis=-1)
     return tf.squeeze(self._score(self._hidden(joined)), -1)

@@ -1,112 +1,199 @@
-"""One collection's training run from an npz tree: the recipe every training program shares.
+"""Experiments as data: named settings per collection, and the one place a collection is mapped to
+its task, model, preparation and evaluation batch size.
 
-`baselines/tiles_train.py`, `baselines/layout_train.py` and `baselines/quickstart.py` are
-configurations of `train_collection` (big_vision's habit: experiments are settings, not copies
-of a training loop). It converts the collection's npz files to records (reusing finished shards),
-applies the layout scale techniques that work on data (duplicate configs, feature statistics),
-builds the model and hands everything to `trainer.run`.
+An experiment (big_vision's habit) is a name, a collection, the trainer's settings and the model's
+settings of the collection's kind (`TileModel` or `LayoutModel`): `baselines/tiles_train.py`,
+`baselines/layout_train.py` and `baselines/quickstart.py` resolve one by name (`--experiment`),
+override what their flags say, and hand it to `train`, which converts the collection's npz files
+to records (reusing finished shards), applies the layout techniques that work on data (duplicate
+configs, feature statistics), builds the model and runs `trainer.run`. The run's config.json
+records the resolved experiment.
+
+Nothing else in tpu_graphs, baselines/ or benchmarks/ looks at a collection's name to choose
+what to do: the kind's settings class owns its task, model builder and preparation, and each
+experiment's training settings own the evaluation batch size.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import tensorflow as tf
 
-from tpu_graphs.data import config_dedup, convert, graphs, npz, records
+from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
 from tpu_graphs.train import tasks, trainer
 
 
+def _convert_splits(split_dirs: Sequence[pathlib.Path], records_root, configs_per_chunk: int) -> None:
+  for split_dir in split_dirs:
+    convert.convert_directory(split_dir, records_root, configs_per_chunk=configs_per_chunk, progress=False)
+
+
 @dataclasses.dataclass(frozen=True)
-class ModelSettings:
-  """The model and the scale techniques; tile uses join/backbone, layout the rest."""
+class TileModel:
+  """tile:xla's model (models/tile_model.py) and how its records are cut."""
   units: int = 64
   layers: int = 3
   backbone: str = "sage"
-  join: str = "late"  # tile: where config features meet the graph
-  prune_hops: Optional[int] = None  # layout: keep configurable ops and their k-hop neighbourhood
-  dedup: bool = False  # layout: merge training configs with identical features
-  normalize: bool = False  # layout: standardize log-scaled op features with training statistics
-  segment_size: Optional[int] = None  # layout: Graph Segment Training
-  graph_norm: bool = True  # layout: GraphNorm after every round of message passing
-  cross_config_attention: bool = False  # layout: attention over the configs of a list
-  config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # layout: what the encoder reads of layouts
+  join: str = "late"  # where config features meet the graph
   configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK
 
+  def task(self) -> tasks.TileTask:
+    return tasks.TileTask()
 
-# The layout recipe: what baselines/layout_train.py trains with unless its flags say otherwise, and
-# what quickstart shortens. Chosen on config splits of real programs (benchmarks/real_layout.py):
-# fixed-length epochs sampling 64-config lists afresh, all-pairs hinge, warmup + cosine decay.
+  def prepare_records(self, collection: str, split_dirs: Sequence[pathlib.Path], records_root, work_dir) -> None:
+    """Converts the collection's splits (npz directories, train first) to records under records_root."""
+    del collection, work_dir  # nothing to prepare beside the records
+    _convert_splits(split_dirs, records_root, self.configs_per_chunk)
+
+  def model_builder(self, train_npz_dir) -> trainer.BuildModel:
+    """graph spec -> Keras scorer."""
+    del train_npz_dir  # the tile model needs no training statistics
+    return lambda spec: tile_model.build_tile_model(spec, self.join, self.backbone, self.units, self.layers)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutModel:
+  """A layout model (models/layout_model.py) and the scale techniques. The defaults are the layout
+  recipe's, chosen on config splits of real programs (benchmarks/real_layout.py)."""
+  units: int = 64
+  layers: int = 3
+  backbone: str = "residual_gcn"
+  prune_hops: Optional[int] = 0  # keep configurable ops and their k-hop neighbourhood; None keeps all
+  dedup: bool = True  # merge training configs with identical features
+  normalize: bool = True  # standardize log-scaled op features with training statistics
+  segment_size: Optional[int] = None  # Graph Segment Training
+  graph_norm: bool = True  # GraphNorm after every round of message passing
+  cross_config_attention: bool = False  # attention over the configs of a list
+  config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
+  configs_per_chunk: int = 256
+
+  def task(self) -> tasks.LayoutTask:
+    return tasks.LayoutTask(self.prune_hops)
+
+  def prepare_records(self, collection: str, split_dirs: Sequence[pathlib.Path], records_root, work_dir) -> None:
+    """Converts the collection's splits (npz directories, train first) to records under records_root,
+    the train split deduplicated into <work_dir>/dedup first if asked."""
+    split_dirs = list(split_dirs)
+    if self.dedup:
+      deduplicated = graphs.collection_directory(pathlib.Path(work_dir) / "dedup", collection) / "train"
+      config_dedup.deduplicate_directory(split_dirs[0], deduplicated)
+      split_dirs[0] = deduplicated
+    _convert_splits(split_dirs, records_root, self.configs_per_chunk)
+
+  def model_builder(self, train_npz_dir) -> trainer.BuildModel:
+    """graph spec -> Keras scorer, with the training split's op feature statistics if normalizing."""
+    statistics = None
+    if self.normalize:
+      statistics = layout_preprocessing.op_feature_statistics(npz.read_graph(path, stream_configs=True).node_feat
+                                                              for path in sorted(pathlib.Path(train_npz_dir).glob("*.npz")))
+    return lambda spec: layout_model.build_layout_model(
+        spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
+        segment_size=self.segment_size, graph_norm=self.graph_norm,
+        cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
+
+
+ModelSettings = Union[TileModel, LayoutModel]
+# A collection's kind ('tile', 'layout') -> its task.
+TASKS = {"tile": tasks.TileTask, "layout": tasks.LayoutTask}
+
+
+def task_class(collection: str) -> type[tasks.Task]:
+  """The Task subclass that ranks the collection's graphs."""
+  return TASKS[graphs.collection_kind(collection)]
+
+
+# TrainingConfig fields other than directories, per kind.
+TILE_TRAINING = {"epochs": 10, "batch_size": 8, "configs_per_graph": 16, "learning_rate": 1e-3,
+                 "loss": "listmle:1,mse:0.02", "patience": 5, "eval_batch_size": 8}
+# The layout recipe: fixed-length epochs sampling 64-config lists afresh, all-pairs hinge, warmup +
+# cosine decay; a layout chunk already holds every op of the graph, so chunks are scored one at a time.
 LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
                    "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                    "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
-LAYOUT_MODEL = ModelSettings(units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True,
-                             configs_per_chunk=256)
+
+# name -> kind or collection -> (training settings, model settings); a collection's own entry wins
+# over its kind's. "tile" and "layout" are the training programs' defaults; "quickstart" fits all five collections in a few minutes (the layout recipe
+# shortened to 4 epochs); "smallest" is the one-minute run the end-to-end tests use.
+EXPERIMENTS: dict[str, dict[str, tuple[dict, ModelSettings]]] = {
+    "tile": {"tile": (TILE_TRAINING, TileModel())},
+    "layout": {"layout": (LAYOUT_TRAINING, LayoutModel())},
+    "quickstart": {"tile": (dict(TILE_TRAINING, epochs=20, patience=8), TileModel()),
+                   "layout": (dict(LAYOUT_TRAINING, epochs=4, warmup_steps=20), LayoutModel())},
+    "smallest": {"tile": (dict(TILE_TRAINING, epochs=1, batch_size=4, configs_per_graph=8, patience=1),
+                          TileModel(units=16, layers=1)),
+                 "layout": (dict(LAYOUT_TRAINING, epochs=1, steps_per_epoch=4, configs_per_graph=8, warmup_steps=0,
+                                 patience=1),
+                            LayoutModel(units=16, layers=1, dedup=False, normalize=False, configs_per_chunk=250))},
+}
 
 
-def collection_directory(data_root, collection: str) -> pathlib.Path:
-  """<data_root>/tile/xla or <data_root>/layout/<source>/<search>."""
-  return pathlib.Path(data_root, *collection.split(":"))
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+  """One collection's training run, resolved: what `train` needs besides paths."""
+  name: str
+  collection: str
+  training: dict  # TrainingConfig fields other than directories and the experiment record
+  model: ModelSettings
+
+  def task(self) -> tasks.Task:
+    return self.model.task()
+
+  def overridden(self, training: Optional[dict] = None, model: Optional[dict] = None) -> "Experiment":
+    """This experiment with some training and model settings replaced (e.g. from flags)."""
+    return dataclasses.replace(self, training={**self.training, **(training or {})},
+                               model=dataclasses.replace(self.model, **(model or {})))
 
 
-def prepare_records(data_root, collection: str, records_root, work_dir, model: ModelSettings) -> pathlib.Path:
-  """Converts the collection's splits (train deduplicated if asked) and returns its records dir.
+def experiment(name: str, collection: str) -> Experiment:
+  """The named experiment's settings for `collection`; InputError if it has none."""
+  kind = graphs.collection_kind(collection)
+  if name not in EXPERIMENTS:
+    raise errors.InputError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+  settings = EXPERIMENTS[name].get(collection) or EXPERIMENTS[name].get(kind)
+  if settings is None:
+    raise errors.InputError(f"experiment {name!r} has no settings for {collection}; pick one of "
+                            f"{', '.join(n for n, entries in EXPERIMENTS.items() if {kind, collection} & set(entries))}")
+  training, model = settings
+  return Experiment(name, collection, dict(training), model)
+
+
+def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -> pathlib.Path:
+  """Converts the collection's splits as the experiment's model asks and returns its records dir.
 
   Raises GraphFileError naming the first invalid input file.
   """
-  source = collection_directory(data_root, collection)
+  source = graphs.collection_directory(data_root, experiment.collection)
   if not (source / "train").is_dir() or not (source / "valid").is_dir():
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
-  relative = pathlib.Path(*collection.split(":"))
   split_dirs = [source / split for split in graphs.SPLITS if (source / split).is_dir()]
-  if model.dedup and graphs.collection_kind(collection) == "layout":
-    deduplicated = pathlib.Path(work_dir) / "dedup" / relative / "train"
-    config_dedup.deduplicate_directory(source / "train", deduplicated)
-    split_dirs[0] = deduplicated
-  for split_dir in split_dirs:
-    convert.convert_directory(split_dir, records_root, configs_per_chunk=model.configs_per_chunk, progress=False)
-  return pathlib.Path(records_root) / relative
+  experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
+  return graphs.collection_directory(records_root, experiment.collection)
 
 
-def model_builder(collection: str, model: ModelSettings, train_npz_dir) -> Callable:
-  """graph spec -> Keras scorer for the collection, with training statistics where asked."""
-  if graphs.collection_kind(collection) == "tile":
-    return lambda spec: tile_model.build_tile_model(spec, model.join, model.backbone, model.units, model.layers)
-  statistics = None
-  if model.normalize:
-    statistics = layout_preprocessing.op_feature_statistics(
-        npz.read_graph(path, stream_configs=True).node_feat for path in sorted(pathlib.Path(train_npz_dir).glob("*.npz")))
-  return lambda spec: layout_model.build_layout_model(
-      spec, model.backbone, model.units, model.layers, feature_statistics=statistics,
-      segment_size=model.segment_size, graph_norm=model.graph_norm,
-      cross_config_attention=model.cross_config_attention, config_encodings=model.config_encodings)
-
-
-def train_collection(collection: str, data_root, out_dir, training: dict, model: ModelSettings = ModelSettings(),
-                     records_dir=None, strategy: Optional[tf.distribute.Strategy] = None,
-                     exporters: Sequence[Callable] = (), callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
+def train(experiment: Experiment, data_root, out_dir, records_dir=None,
+          strategy: Optional[tf.distribute.Strategy] = None, exporters: Sequence[Callable] = (),
+          callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
   """Trains one collection end to end and returns the run's metrics.json content.
 
   Args:
-    collection: 'tile:xla' or 'layout:<source>:<search>'.
+    experiment: what to train (`experiment(name, collection)`, maybe overridden).
     data_root: a TpuGraphs npz tree (the embedded data/generated/npz or the real release).
     out_dir: the run directory (see trainer.py); rerunning resumes.
-    training: TrainingConfig fields other than the directories (epochs, batch_size, ...).
-    model: model settings and layout scale techniques.
     records_dir: where converted records go; default <out_dir>/records.
     strategy, exporters, callbacks: passed to trainer.run.
   """
   out_dir = pathlib.Path(out_dir)
   records_root = pathlib.Path(records_dir) if records_dir else out_dir / "records"
-  collection_records = prepare_records(data_root, collection, records_root, out_dir, model)
-  task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask(model.prune_hops)
+  collection_records = prepare_records(experiment, data_root, records_root, out_dir)
   test_dir = collection_records / "test"
   config = trainer.TrainingConfig(
       train_dir=str(collection_records / "train"), valid_dir=str(collection_records / "valid"),
-      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None, model=dataclasses.asdict(model),
-      **training)
-  build = model_builder(collection, model, collection_directory(data_root, collection) / "train")
-  return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)
+      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None,
+      model=dataclasses.asdict(experiment.model),
+      experiment={"name": experiment.name, "collection": experiment.collection}, **experiment.training)
+  build = experiment.model.model_builder(graphs.collection_directory(data_root, experiment.collection) / "train")
+  return trainer.run(experiment.task(), build, config, strategy, callbacks, exporters=exporters)

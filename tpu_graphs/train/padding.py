@@ -12,11 +12,18 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 
-def size_constraints(graphs: tf.data.Dataset, batch_size: int) -> tfgnn.SizeConstraints:
-  """Totals that fit any `batch_size` scalar GraphTensors of `graphs` (reads the whole dataset)."""
-  return tfgnn.find_tight_size_constraints(graphs, target_batch_size=batch_size)
+class Padding:
+  """Pads each merged GraphTensor to the same totals; built once per run, from its inputs."""
 
+  def __init__(self, constraints: tfgnn.SizeConstraints):
+    self.constraints = constraints
 
-def pad_batches(batches: tf.data.Dataset, constraints: tfgnn.SizeConstraints) -> tf.data.Dataset:
-  """Pads each merged GraphTensor to `constraints`; the padding component comes last."""
-  return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, constraints)[0])
+  @classmethod
+  def fitting(cls, graphs: tf.data.Dataset, batch_size: int) -> "Padding":
+    """Totals that fit any `batch_size` scalar GraphTensors of `graphs` (reads the whole dataset
+    once: pass one epoch of sampled graphs, e.g. `inputs.TrainingInputs.sampled_graphs(0)`)."""
+    return cls(tfgnn.find_tight_size_constraints(graphs, target_batch_size=batch_size))
+
+  def pad(self, batches: tf.data.Dataset) -> tf.data.Dataset:
+    """Pads each merged GraphTensor of `batches`; the padding component comes last."""
+    return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, self.constraints)[0])

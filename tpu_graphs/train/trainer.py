@@ -2,12 +2,11 @@
 
 `run(task, build_model, config)` wires the pieces (STYLE.md, after TF-GNN's runner):
 
-* inputs: `readers.training_dataset` with seed `config.seed + epoch`, so epoch e always sees the
-  same configs in the same order; each replica batches `batch_size / replicas` graphs and merges
-  them into one GraphTensor (padded to static sizes when the strategy needs it, see padding.py);
-  each worker's input pipeline keeps its own share of those batches;
+* inputs: one `inputs.TrainingInputs` of the training records (seed `config.seed + epoch`, so
+  epoch e always sees the same configs in the same order), padded to static sizes by one
+  `padding.Padding` when the strategy needs it;
 * the task turns those into labels (b, k) and the model's scores (c,) into ranking logits;
-* after each epoch: all configs of the validation graphs are scored, metrics land in the Keras
+* after each epoch: all configs of the validation graphs are scored (scoring.py), metrics land in the Keras
   logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
   state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one (the
@@ -23,20 +22,18 @@ what the `exporters` add (export/: the serving SavedModel on plain tensors, tpu_
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import pathlib
 import shutil
-import weakref
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import errors, npz, readers
-from tpu_graphs.train import padding, strategies, tasks
+from tpu_graphs.data import errors, npz, predictions
+from tpu_graphs.train import inputs, padding, scoring, strategies, tasks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +60,8 @@ class TrainingConfig:
   seed: int = 0
   verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line per epoch
   model: dict = dataclasses.field(default_factory=dict)  # the model's settings, recorded in config.json
+  # The named experiment the settings were resolved from: {"name", "collection"} (train/experiments.py).
+  experiment: dict = dataclasses.field(default_factory=dict)
 
 
 class RunDirectoryError(errors.InputError):
@@ -129,141 +128,17 @@ def _write_json(path: pathlib.Path, content) -> None:
     temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-# Parsed records index with int32, sampled training graphs with int64; the scorer (and the model
-# exported from it) sees one dtype, the one tfgnn.parse_example gives.
-INDICES_DTYPE = tf.int32
-
-
-def _merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
-  """Batches of `batch_size` scalar GraphTensors merged into one GraphTensor of as many components."""
-  return graphs.batch(batch_size, drop_remainder=drop_remainder).map(
-      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
-
-
-def _chunk_count(records_dir) -> int:
-  manifest = readers.read_manifest(records_dir)
-  return sum(g["chunks"] for shard in manifest["shards"] for g in shard["graphs"])
-
-
-def steps_per_epoch(records_dir, batch_size: int) -> int:
-  """Steps of one pass over every chunk of every graph, in full batches."""
-  chunks = _chunk_count(records_dir)
-  if chunks < batch_size:
-    raise errors.InputError(f"{records_dir}: {chunks} graph chunks cannot fill one batch of {batch_size}")
-  return chunks // batch_size
-
-
-def epoch_steps(config: TrainingConfig) -> int:
-  """Steps of one epoch of the run: config.steps_per_epoch, or one pass over the chunks."""
-  return config.steps_per_epoch or steps_per_epoch(config.train_dir, config.batch_size)
-
-
-def learning_rate(config: TrainingConfig):
+def learning_rate(config: TrainingConfig, steps_per_epoch: int):
   """The optimizer's learning rate: a float, or a schedule over the run's steps."""
   if config.learning_rate_schedule == "constant":
     return config.learning_rate
   if config.learning_rate_schedule == "cosine":
-    total = config.epochs * epoch_steps(config)
+    total = config.epochs * steps_per_epoch
     warmup = min(config.warmup_steps, total - 1)
     return tf.keras.optimizers.schedules.CosineDecay(
         0.0 if warmup else config.learning_rate, decay_steps=total - warmup,
         warmup_target=config.learning_rate if warmup else None, warmup_steps=warmup)
   raise ValueError(f"unknown learning rate schedule {config.learning_rate_schedule!r}: expected constant or cosine")
-
-
-def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
-                    input_context: Optional[tf.distribute.InputContext] = None,
-                    constraints: Optional[tfgnn.SizeConstraints] = None) -> tf.data.Dataset:
-  """One input pipeline's (graph, labels) batches of epochs first_epoch .. config.epochs - 1.
-
-  Each batch holds one replica's share of config.batch_size graphs, padded to `constraints` when
-  given. An epoch is steps_per_epoch * replicas batches, the same sequence in every pipeline (one
-  per worker, see `input_context`); pipeline i keeps batches i, i + pipelines, ..., one per local
-  replica and step. So epochs stay aligned with Keras' epochs however the replicas take them, no
-  batch is used twice in an epoch, and with one replica per worker the batches of a step are those
-  a single process takes in that step: the same updates at the same global batch size. (Sharding
-  is by batch, not by file, so every worker reads all records: simple and exact, at the cost of
-  reading work that grows with the number of workers.)
-  """
-  context = input_context or tf.distribute.InputContext()
-  batch_size = context.get_per_replica_batch_size(config.batch_size)
-  steps = epoch_steps(config)
-  batches_per_epoch = steps * context.num_replicas_in_sync
-  passes = -(-steps * config.batch_size // _chunk_count(config.train_dir))
-  epochs = []
-  for epoch in range(first_epoch, config.epochs):
-    graphs = readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed + epoch,
-                                      structure_transform=task.structure_transform, passes=passes)
-    # Static batch sizes only where padding makes every shape static: MirroredStrategy's
-    # iterator must be able to make empty batches of the element spec.
-    batches = _merged_batches(graphs, batch_size, drop_remainder=bool(constraints)).take(batches_per_epoch)
-    batches = batches.shard(context.num_input_pipelines, context.input_pipeline_id)
-    epochs.append(padding.pad_batches(batches, constraints) if constraints else batches)
-  inputs = epochs[0]
-  for epoch in epochs[1:]:
-    inputs = inputs.concatenate(epoch)
-  return inputs.map(lambda graph: (graph, task.labels(graph, config.configs_per_graph))).prefetch(2)
-
-
-# scorer -> {task: its traced scoring function}: validation runs every epoch and tracing a layout
-# model takes seconds, so each scorer and task is traced once, on a fully relaxed batch spec.
-_SCORING_FUNCTIONS: "weakref.WeakKeyDictionary[tf.keras.Model, dict]" = weakref.WeakKeyDictionary()
-
-
-def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.GraphTensorSpec) -> Callable:
-  """graph -> (graph keys, config indices, runtimes, scores) of every config of a merged batch."""
-  functions = _SCORING_FUNCTIONS.setdefault(scorer, {})
-  if task not in functions:
-    @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
-    def score(graph):
-      configs = graph.node_sets["config"]
-      keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
-      return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
-              scorer(graph))
-    functions[task] = score
-  return functions[task]
-
-
-def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
-  """Scores every config of every graph: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
-
-  Arrays are ordered by config index, i.e. as rows of the graph's npz file.
-  """
-  batches = _merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
-                            drop_remainder=False)
-  score = _scoring_function(task, scorer, batches.element_spec)
-  parts: dict[str, list] = {}
-  for graph in batches:
-    keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
-    for key in dict.fromkeys(keys):  # graphs in order of appearance
-      mine = keys == key
-      parts.setdefault(key.decode(), []).append((indices[mine], runtimes[mine], scores[mine]))
-  scored = {}
-  for key, chunks in parts.items():
-    indices, runtimes, scores = (np.concatenate(column) for column in zip(*chunks))
-    order = np.argsort(indices, kind="stable")
-    scored[key] = (runtimes[order], scores[order])
-  return scored
-
-
-def evaluate(task: tasks.Task, scored: dict) -> dict:
-  """{"mean": {metric: mean over graphs}, "per_graph": {key: {metric: value}}} of scored graphs."""
-  per_graph = {key: task.graph_metrics(runtimes, scores) for key, (runtimes, scores) in scored.items()}
-  names = next(iter(per_graph.values())).keys() if per_graph else ()
-  mean = {name: float(np.mean([m[name] for m in per_graph.values()])) for name in names}
-  return {"mean": mean, "per_graph": per_graph, "graphs": len(per_graph)}
-
-
-def write_predictions(task: tasks.Task, scored: dict, path) -> None:
-  """CSV `ID,TopConfigs`: per graph "<collection>:<graph_id>" and config indices best first."""
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["ID", "TopConfigs"])
-    for key, (_, scores) in scored.items():
-      ranked = np.argsort(scores, kind="stable")[:task.submission_length]
-      writer.writerow([key, ";".join(str(i) for i in ranked)])
 
 
 def save_directory(path: pathlib.Path, write: Callable[[str], None]) -> None:
@@ -296,8 +171,8 @@ class EpochEnd(tf.keras.callbacks.Callback):
 
   def on_epoch_end(self, epoch, logs=None):
     logs = logs if logs is not None else {}
-    validation = evaluate(self.task, score_records(self.task, self.scorer, self.config.valid_dir,
-                                                   self.config.eval_batch_size))["mean"]
+    validation = scoring.evaluate(self.task, scoring.score_records(self.task, self.scorer, self.config.valid_dir,
+                                                                   self.config.eval_batch_size))["mean"]
     logs.update({f"val_{name}": value for name, value in validation.items()})
     value = validation[self.task.primary_metric]
     if value > self.state["best_value"].numpy():
@@ -344,22 +219,20 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
   out_dir.mkdir(parents=True, exist_ok=True)
   _write_json(out_dir / "config.json", run_config)
-  replica_batch = config.batch_size // replicas
-  constraints = None
+  training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
+                                          config.seed, config.steps_per_epoch)
+  static_padding = None
   if strategies.needs_static_shapes(strategy):
-    constraints = padding.size_constraints(
-        readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed,
-                                 structure_transform=task.structure_transform), replica_batch)
+    static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), config.batch_size // replicas)
 
   tf.keras.utils.set_random_seed(config.seed)
-  spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0,
-                         tf.distribute.InputContext(num_replicas_in_sync=replicas), constraints).element_spec[0]
-  if constraints is None:  # the scorer also serves evaluation and export, on any number of graphs
+  spec = training_inputs.graph_spec(replicas, static_padding)
+  if static_padding is None:  # the scorer also serves evaluation and export, on any number of graphs
     spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
     model = RankingModel(scorer, task, config.configs_per_graph)
-    optimizer = tf.keras.optimizers.Adam(learning_rate(config))
+    optimizer = tf.keras.optimizers.Adam(learning_rate(config, training_inputs.steps_per_epoch))
     model.compile(optimizer=optimizer, loss=task.loss(config.loss))
     state = {"epoch": tf.Variable(0, dtype=tf.int64), "best_value": tf.Variable(-np.inf, dtype=tf.float64),
              "best_epoch": tf.Variable(-1, dtype=tf.int64),
@@ -374,10 +247,10 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
       if history_path.exists() else []
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
-    inputs = strategy.distribute_datasets_from_function(
-        lambda context: training_inputs(task, config, first_epoch, context, constraints))
-    model.fit(inputs, epochs=config.epochs, initial_epoch=first_epoch,
-              steps_per_epoch=epoch_steps(config), verbose=config.verbose,
+    batches = strategy.distribute_datasets_from_function(
+        lambda context: training_inputs.get_dataset(first_epoch, config.epochs, context, static_padding))
+    model.fit(batches, epochs=config.epochs, initial_epoch=first_epoch,
+              steps_per_epoch=training_inputs.steps_per_epoch, verbose=config.verbose,
               callbacks=[EpochEnd(task, scorer, config, manager, state, history),
                          tf.keras.callbacks.TensorBoard(str(out_dir / "logs")), *callbacks])
 
@@ -386,10 +259,11 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
-            "valid": evaluate(task, score_records(task, scorer, config.valid_dir, config.eval_batch_size))}
+            "valid": scoring.evaluate(task, scoring.score_records(task, scorer, config.valid_dir,
+                                                                  config.eval_batch_size))}
   if config.test_dir:
-    write_predictions(task, score_records(task, scorer, config.test_dir, config.eval_batch_size),
-                      out_dir / "predictions.csv")
+    scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
+    predictions.write_predictions(out_dir / "predictions.csv", scoring.ranked_predictions(task, scored))
   save_directory(out_dir / "model", scorer.save)
   for exporter in exporters:
     exporter(scorer, task, out_dir)

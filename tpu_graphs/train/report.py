@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tpu_graphs.data import npz
-from tpu_graphs.train import metrics
+from tpu_graphs.train import experiments, metrics
 
 TOP_K_RANGE = tuple(range(1, 11))
 
@@ -135,8 +135,11 @@ def write_report(results: Sequence[CollectionResult], out_dir, title: str = "tpu
   """Writes report.md and its plots into out_dir; returns the Markdown file's path."""
   out_dir = pathlib.Path(out_dir)
   out_dir.mkdir(parents=True, exist_ok=True)
-  tile = [r for r in results if r.collection.startswith("tile")]
-  layout = [r for r in results if r.collection.startswith("layout")]
+  # Tasks that submit their top configs (tile) get a top-K error curve, tasks that rank every config
+  # (layout) Kendall's tau per graph.
+  submits_top = {r.collection: experiments.task_class(r.collection).submission_length is not None for r in results}
+  tile = [r for r in results if submits_top[r.collection]]
+  layout = [r for r in results if not submits_top[r.collection]]
   sections = [f"# {title}", preamble or "", "## Validation metrics", metric_table(results),
               "## Training", f"![training curves]({plot_training_curves(results, out_dir / 'training_curves.png')})",
               "## Predicted against true rank",

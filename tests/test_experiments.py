@@ -1,0 +1,77 @@
+"""Named experiments: every collection resolves to its kind's task and settings; the layout recipe
+keeps its values; overrides replace only what they name."""
+
+import sys
+
+import pytest
+
+from tpu_graphs.data import errors, graphs, records
+from tpu_graphs.models import layout_model
+from tpu_graphs.train import experiments, tasks
+
+
+def test_layout_recipe_is_the_layout_default():
+  recipe = experiments.experiment("layout", "layout:nlp:random")
+  assert recipe.training == {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
+                             "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
+                             "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
+  assert recipe.model == experiments.LayoutModel(
+      units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
+      graph_norm=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
+      configs_per_chunk=256)
+
+
+@pytest.mark.parametrize("name", ["quickstart", "smallest"])
+@pytest.mark.parametrize("collection", graphs.COLLECTIONS)
+def test_every_collection_gets_its_kinds_task_and_settings(name, collection):
+  experiment = experiments.experiment(name, collection)
+  task = experiment.task()
+  assert isinstance(task, experiments.task_class(collection))
+  assert task.kind == graphs.collection_kind(collection)
+  assert experiment.training["epochs"] >= 1 and experiment.training["eval_batch_size"] >= 1
+
+
+def test_tile_program_default_is_the_tile_trainer_default():
+  experiment = experiments.experiment("tile", "tile:xla")
+  assert experiment.model == experiments.TileModel(units=64, layers=3, backbone="sage", join="late",
+                                                   configs_per_chunk=records.DEFAULT_CONFIGS_PER_CHUNK)
+  assert isinstance(experiment.task(), tasks.TileTask) and experiment.training["batch_size"] == 8
+
+
+def test_layout_task_prunes_as_its_settings_say():
+  experiment = experiments.experiment("layout", "layout:xla:default").overridden(model={"prune_hops": 2})
+  assert experiment.task().settings() == {"prune_hops": 2}
+
+
+def test_overrides_replace_only_what_they_name():
+  recipe = experiments.experiment("layout", "layout:xla:default")
+  changed = recipe.overridden(training={"epochs": 3}, model={"units": 16})
+  assert changed.training == {**recipe.training, "epochs": 3}
+  assert changed.model.units == 16 and changed.model.dedup and changed.model.backbone == "residual_gcn"
+  assert recipe.training["epochs"] == 10 and recipe.model.units == 64
+
+
+def test_an_override_the_kind_does_not_have_is_refused():
+  with pytest.raises(TypeError, match="join"):
+    experiments.experiment("layout", "layout:xla:default").overridden(model={"join": "early"})
+
+
+def test_a_collections_own_entry_wins_over_its_kinds(monkeypatch):
+  monkeypatch.setitem(experiments.EXPERIMENTS, "nlp_random_apart", {
+      "layout": (experiments.LAYOUT_TRAINING, experiments.LayoutModel()),
+      "layout:nlp:random": (dict(experiments.LAYOUT_TRAINING, epochs=2), experiments.LayoutModel(units=8))})
+  apart = experiments.experiment("nlp_random_apart", "layout:nlp:random")
+  assert apart.training["epochs"] == 2 and apart.model.units == 8
+  assert experiments.experiment("nlp_random_apart", "layout:xla:random").model.units == 64
+
+
+def test_unknown_names_and_kinds_without_settings_are_refused():
+  with pytest.raises(errors.InputError, match=r"unknown experiment 'tiny'; known: tile, layout, quickstart, smallest"):
+    experiments.experiment("tiny", "tile:xla")
+  with pytest.raises(errors.InputError, match=r"experiment 'tile' has no settings for layout:nlp:default; pick one of "
+                                              r"layout, quickstart, smallest"):
+    experiments.experiment("tile", "layout:nlp:default")
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,72 @@
+"""Scoring every config of every graph of a records directory, and the per-graph metrics of it.
+
+Validation runs after every epoch and tracing a layout model takes seconds, so each scorer and
+task is traced once, on a fully relaxed batch spec, and the traced function is kept while the
+scorer lives.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gnn as tfgnn
+
+from tpu_graphs.data import predictions, readers
+from tpu_graphs.train import inputs, tasks
+
+# scorer -> {task: its traced scoring function}.
+_SCORING_FUNCTIONS: "weakref.WeakKeyDictionary[tf.keras.Model, dict]" = weakref.WeakKeyDictionary()
+
+
+def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.GraphTensorSpec) -> Callable:
+  """graph -> (graph keys, config indices, runtimes, scores) of every config of a merged batch."""
+  functions = _SCORING_FUNCTIONS.setdefault(scorer, {})
+  if task not in functions:
+    @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
+    def score(graph):
+      configs = graph.node_sets["config"]
+      keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
+      return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
+              scorer(graph))
+    functions[task] = score
+  return functions[task]
+
+
+def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
+  """Scores every config of every graph: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
+
+  Arrays are ordered by config index, i.e. as rows of the graph's npz file.
+  """
+  batches = inputs.merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
+                                  drop_remainder=False)
+  score = _scoring_function(task, scorer, batches.element_spec)
+  parts: dict[str, list] = {}
+  for graph in batches:
+    keys, indices, runtimes, scores = (t.numpy() for t in score(graph))
+    for key in dict.fromkeys(keys):  # graphs in order of appearance
+      mine = keys == key
+      parts.setdefault(key.decode(), []).append((indices[mine], runtimes[mine], scores[mine]))
+  scored = {}
+  for key, chunks in parts.items():
+    indices, runtimes, scores = (np.concatenate(column) for column in zip(*chunks))
+    order = np.argsort(indices, kind="stable")
+    scored[key] = (runtimes[order], scores[order])
+  return scored
+
+
+def evaluate(task: tasks.Task, scored: dict) -> dict:
+  """{"mean": {metric: mean over graphs}, "per_graph": {key: {metric: value}}} of scored graphs."""
+  per_graph = {key: task.graph_metrics(runtimes, scores) for key, (runtimes, scores) in scored.items()}
+  names = next(iter(per_graph.values())).keys() if per_graph else ()
+  mean = {name: float(np.mean([m[name] for m in per_graph.values()])) for name in names}
+  return {"mean": mean, "per_graph": per_graph, "graphs": len(per_graph)}
+
+
+def ranked_predictions(task: tasks.Task, scored: dict) -> list[predictions.Prediction]:
+  """Per scored graph, its config indices best first (task.submission_length of them)."""
+  return [predictions.Prediction.from_row_id(key, tuple(int(i) for i in
+                                                        np.argsort(scores, kind="stable")[:task.submission_length]))
+          for key, (_, scores) in scored.items()]

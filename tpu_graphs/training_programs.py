@@ -1,0 +1,73 @@
+"""What the training programs (baselines/tiles_train.py, baselines/layout_train.py) share: the
+experiment they start from, the flags that override it, and the run with its summary.
+
+Every override flag defaults to None, "the experiment's value", so a program with no flags trains
+its named experiment exactly (tpu_graphs/train/experiments.py) and the run's config.json records
+what was resolved.
+"""
+
+import json
+import pathlib
+from typing import Optional
+
+from absl import flags
+
+from tpu_graphs import programs
+from tpu_graphs.data import locations
+from tpu_graphs.export import saved_model
+from tpu_graphs.models import gnn
+from tpu_graphs.train import experiments, losses, strategies
+
+EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
+                               "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
+                               "program's. The flags below override its settings.")
+DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
+                                "A TpuGraphs npz tree holding the collection's {train,valid,test} splits.")
+RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
+TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+# TrainingConfig field -> its override flag.
+TRAINING_FLAGS = {
+    "epochs": flags.DEFINE_integer("epochs", None, "Training epochs, each followed by validation."),
+    "batch_size": flags.DEFINE_integer("batch_size", None, "Graphs (config lists) per step, over all replicas."),
+    "configs_per_graph": flags.DEFINE_integer("configs_per_graph", None, "Configs sampled per graph and step: the "
+                                              "list size k."),
+    "learning_rate": flags.DEFINE_float("learning_rate", None, "Adam's (peak) learning rate."),
+    "loss": flags.DEFINE_string("loss", None, "Weighted TF-Ranking losses: listmle, pairwise_hinge, mse, e.g. "
+                                "'pairwise_hinge:1,mse:0.1'."),
+    "patience": flags.DEFINE_integer("patience", None, "Epochs without a better validation primary metric before "
+                                     "stopping."),
+    "seed": flags.DEFINE_integer("seed", None, "Seed of initialization and config sampling."),
+}
+# Model setting (of either kind) -> its override flag.
+MODEL_FLAGS = {
+    "backbone": flags.DEFINE_enum("backbone", None, gnn.BACKBONES, "Message passing layers."),
+    "units": flags.DEFINE_integer("units", None, "Hidden width."),
+    "layers": flags.DEFINE_integer("layers", None, "Message passing rounds."),
+}
+programs.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch_size", "configs_per_graph",
+                                                                  "patience")),
+                          MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
+programs.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
+
+
+def given(holders: dict) -> dict:
+  """{name: value} of the flags among `holders` that were set (not None)."""
+  return {name: holder.value for name, holder in holders.items() if holder.value is not None}
+
+
+def train(collection: str, default_experiment: str, out_dir: Optional[str], training: Optional[dict] = None,
+          model: Optional[dict] = None) -> dict:
+  """Trains `collection` with --experiment (else `default_experiment`) overridden by the shared flags
+  and the program's own `training` / `model` overrides; prints a summary and returns metrics.json."""
+  # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
+  strategy = strategies.choose_strategy(TPU.value)
+  experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
+      training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
+  out_dir = pathlib.Path(out_dir)
+  result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
+                             exporters=[saved_model.export_to_run_directory])
+  print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
+                    "valid": result["valid"]["mean"]}, indent=1))
+  print(f"run directory: {out_dir}")
+  strategies.finish(strategy)
+  return result
