@@ -35,7 +35,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import inputs, tasks, trainer
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -130,7 +130,7 @@ class ServingModule(tf.Module):
     self.scorer_variables = list(scorer.variables)
 
     def scored(graph) -> tf.Tensor:
-      return scorer(graph.with_indices_dtype(trainer.INDICES_DTYPE))
+      return scorer(graph.with_indices_dtype(inputs.INDICES_DTYPE))
 
     def scores(graph) -> dict:
       return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
