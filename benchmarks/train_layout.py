@@ -47,6 +47,7 @@ _NPZ = flags.DEFINE_string("npz", None, "score: the layout npz file.")
 _NPZ_DIR = flags.DEFINE_string("npz_dir", None, "train: a layout .../<split> directory of npz files.")
 _STRESS_DIR = flags.DEFINE_string("stress_dir", None, "all: also train on this directory (e.g. generate_stress.py output).")
 _PARTS = flags.DEFINE_list("parts", ["score", "train"], "all: which tables to measure (score, train).")
+_SCORE_HOPS = flags.DEFINE_list("score_hops", ["0", "1"], "all: the prune_hops each real graph is scored with.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("train_layout")), "all: Markdown tables to write.")
 _PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 0, "-1 = no pruning.")
 _DEDUP = flags.DEFINE_bool("dedup", False, "train: merge configs with identical features first.")
@@ -167,7 +168,7 @@ def score_table() -> list[str]:
   rows = ["| graph | ops | configs | prune hops | seconds | configs/s | peak RSS |", "|---|---:|---:|---:|---:|---:|---:|"]
   for relative in SCORED_GRAPHS:
     path = locations.sample_path(relative)
-    for hops in (0, 1):
+    for hops in map(int, _SCORE_HOPS.value):
       m = _measured(["score", f"--npz={path}", f"--prune_hops={hops}", f"--units={_UNITS.value}",
                      f"--layers={_LAYERS.value}"])
       rows.append(f"| {m['graph']} | {m['ops']:,} | {m['configs']:,} | {hops} | {m['seconds']:.1f} | "

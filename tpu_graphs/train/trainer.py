@@ -26,8 +26,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import pathlib
 import logging
+import pathlib
 import shutil
 import warnings
 import weakref
