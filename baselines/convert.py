@@ -9,12 +9,12 @@ Rerunning after an interruption skips finished shards. See tpu_graphs/data/conve
 
 import pathlib
 
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 
 from tpu_graphs.data import convert
 from tpu_graphs.data import errors
 from tpu_graphs.data import locations
-from tpu_graphs import programs
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree; defaults to the embedded generated data.")

@@ -15,11 +15,11 @@ machines, --input_dir and --output_dir must be on a file system every worker mou
 See tpu_graphs/beam_pipeline.py and the README's "Scale-out: Beam".
 """
 
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 from apache_beam.options import pipeline_options
 
 from tpu_graphs import beam_pipeline
-from tpu_graphs import programs
 from tpu_graphs.data import graphs
 
 _INPUT_DIR = flags.DEFINE_string(

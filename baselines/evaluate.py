@@ -12,10 +12,10 @@ with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.cs
 import json
 import pathlib
 
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 import tensorflow as tf
 
-from tpu_graphs import programs
 from tpu_graphs.data import convert, errors, graphs, locations, npz, predictions
 from tpu_graphs.train import experiments, scoring, trainer
 

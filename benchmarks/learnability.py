@@ -2,7 +2,8 @@
 ridge regression on summed config features (no graph), of the within-program per-node-layout
 ridge (layout only), and of the noiseless cost model.
 
-  python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0]
+  python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0] \
+      [--out benchmarks/results/learnability.md]
 
 Scores (tpu_graphs/train/metrics.py): layout, mean Kendall tau-b over graphs; tile, mean tile
 score = 1 - top-5 slowdown = 2 - best runtime in the predicted top 5 / best runtime (1 is
@@ -10,18 +11,18 @@ perfect). The summed-features ridge is fit on the train split; the per-node-layo
 (tpu_graphs/train/ridge.py) on half of each test graph's configs, ranking the other half. The
 noiseless runtimes come from regenerating the test architectures (the bytes must match
 --data_dir, which is checked), so the cost-model column says how much the 1% measurement noise
-alone costs.
+alone costs. The table goes to --out (tpu_graphs/benchmark_results.py).
 """
 
 import dataclasses
 import pathlib
-import sys
 import tempfile
 
 import numpy as np
-from absl import app
 from absl import flags
 
+from tpu_graphs import benchmark_results, programs
+from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.synth import generate
@@ -31,6 +32,7 @@ from tpu_graphs.train import ridge
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
 _SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
 _SEED = flags.DEFINE_integer("seed", 0, "The seed it was generated with.")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("learnability")), "Markdown table to write.")
 
 
 def config_features(graph: graphs.Graph) -> np.ndarray:
@@ -64,12 +66,11 @@ def main(argv):
     for item in regenerated:
       relative = item.path.relative_to(scratch)
       if (root / relative).read_bytes() != item.path.read_bytes():
-        sys.exit(f"learnability: {root / relative} differs from its regeneration; wrong --scale/--seed?")
+        raise errors.InputError(f"{root / relative}: differs from its regeneration; wrong --scale/--seed?")
       noiseless[str(relative)] = item.noiseless_runtimes
   rng = np.random.default_rng(0)
-  print("| collection | test graphs | random | ridge on summed config features | per-node layout ridge, "
-        "half of each graph's configs | noiseless cost model |")
-  print("|---|---:|---:|---:|---:|---:|")
+  table = ["| collection | test graphs | random | ridge on summed config features | per-node layout ridge, "
+           "half of each graph's configs | noiseless cost model |", "|---|---:|---:|---:|---:|---:|"]
   for name in graphs.COLLECTIONS:
     collection = graphs.collection_directory("", name)
     train = [npz.read_graph(p) for p in sorted((root / "npz" / collection / "train").glob("*.npz"))]
@@ -89,9 +90,11 @@ def main(argv):
         rows["per_node"].append(ridge.per_node_layout_ridge_tau(dataclasses.replace(graph, config_runtime=labels)))
       rows["model"].append(score(actual, noiseless[str(path.relative_to(root))]))
     per_node = f"{np.mean(rows['per_node']):.3f}" if layout else "-"
-    print(f"| {name} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
-          f"{np.mean(rows['ridge']):.3f} | {per_node} | {np.mean(rows['model']):.3f} |")
+    table.append(f"| {name} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
+                 f"{np.mean(rows['ridge']):.3f} | {per_node} | {np.mean(rows['model']):.3f} |")
+  benchmark_results.write("learnability", f"Learnability of the generated data under {root} (test split; tile: "
+                          "tile score, layout: mean Kendall tau)", "\n".join(table), _OUT.value)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  programs.run(main)

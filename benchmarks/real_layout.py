@@ -28,20 +28,18 @@ rerun after a kill skips what is there (delete it to measure anew).
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import pathlib
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
-from absl import app
 from absl import flags
 
+from tpu_graphs import benchmark_results, programs
 from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
 from tpu_graphs.train import metrics, ridge
 
@@ -57,17 +55,13 @@ _PER_FILE = flags.DEFINE_bool("per_file", True, "Config splits of every file; --
 _TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
-_OUT = flags.DEFINE_string("out", str(locations.REPOSITORY / "benchmarks/results/real_layout.md"),
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("real_layout")),
                            "Markdown table to write; the plot goes beside it (.png).")
 _PENALTIES = (0.01, 0.1, 1.0, 10.0)
 RECIPE = "layout recipe (this turn)"
 # Recipe variants of the ablation: (column, layout_train.py flags).
 ABLATION = (("raw layout values", ["--config_encodings="]), ("+ categories", ["--config_encodings=categories"]),
             ("+ costs", ["--config_encodings=categories,costs"]))
-
-
-def sample_root() -> pathlib.Path:
-  return pathlib.Path(os.environ.get("TPUGRAPHS_SAMPLE_DIR", locations.SAMPLE_NPZ.parent))
 
 
 def labelled_layout_files(root: pathlib.Path) -> list[pathlib.Path]:
@@ -206,9 +200,9 @@ def plot(rows: list[tuple[str, dict[str, list[float]]]], path: pathlib.Path) -> 
 
 def main(argv):
   del argv
-  files = [pathlib.Path(f) for f in _FILES.value] if _FILES.value else labelled_layout_files(sample_root())
+  files = [pathlib.Path(f) for f in _FILES.value] if _FILES.value else labelled_layout_files(locations.sample_path())
   if not files:
-    sys.exit(f"real_layout: no labelled layout files (looked in {sample_root()}; set TPUGRAPHS_SAMPLE_DIR)")
+    sys.exit(f"real_layout: no labelled layout files in {locations.sample_dir()}")
   repository = locations.REPOSITORY
   variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
   results = pathlib.Path(_OUT.value).with_suffix(".jsonl")
@@ -273,24 +267,15 @@ def main(argv):
       rows.append((f"{source.graph_id} → {target.graph_id} (all {target.num_configs})", taus))
 
   rankers = list(rows[0][1])
-  memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-  lines = [f"Real layout ranking (`benchmarks/real_layout.py`), {datetime.date.today()}, on {platform.system()} "
-           f"{platform.machine()}, {os.cpu_count()} cores, {memory_gib:.0f} GiB, Python {platform.python_version()}.",
-           f"Command: `python benchmarks/real_layout.py {' '.join(sys.argv[1:])}`".rstrip(),
-           f"Test-quarter Kendall tau, mean ± sd over {_SEEDS.value} config splits (train half / valid quarter / "
+  lines = [f"Test-quarter Kendall tau, mean ± sd over {_SEEDS.value} config splits (train half / valid quarter / "
            "test quarter)" + (f"; recipe runs took {summary(seconds['recipe'])} s each" if seconds["recipe"] else "")
            + (f", previous default {summary(seconds['previous'])} s" if seconds["previous"] else "") + ".", "",
            "| file | " + " | ".join(rankers) + " |", "|---|" + "---:|" * len(rankers)]
   for name, taus in rows:
     lines.append(f"| {name} | " + " | ".join(summary(taus[r]) if taus[r] else "n/a" for r in rankers) + " |")
-  table = "\n".join(lines) + "\n"
-  out = pathlib.Path(_OUT.value)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(out) as temporary:
-    temporary.write_text(table)
+  out = benchmark_results.write("real_layout", "Real layout ranking", "\n".join(lines), _OUT.value)
   plot(rows, out.with_suffix(".png"))
-  print(table)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  programs.run(main)

@@ -1,6 +1,7 @@
-"""Prints what serving costs through the exported SavedModel: latency, peak RSS, kernels/s.
+"""What serving costs through the exported SavedModel: latency, peak RSS, kernels/s.
 
-  python benchmarks/serve.py [--layout_model out/layout/export] [--tile_model out/tiles/export]
+  python benchmarks/serve.py [--layout_model out/layout/export] [--tile_model out/tiles/export] \
+      [--out benchmarks/results/serve.md]
 
 * layout: the first --configs (1,000) configs of the real 21,918-node nlp default test graph,
   scored with tpu_graphs.export.Ranker (chunks of --configs_per_call): load time, the first call
@@ -10,7 +11,8 @@
 
 Each measurement runs in its own fresh process, so its peak RSS is its own. Without a --*_model
 an untrained model of the baselines' default size is exported first: latency and memory do not
-depend on the weights.
+depend on the weights. The real sample is found as the tests find it ($TPUGRAPHS_SAMPLE_DIR, else
+../shared/tpugraphs_sample); the table goes to --out (tpu_graphs/benchmark_results.py).
 """
 
 import dataclasses
@@ -22,13 +24,15 @@ import sys
 import tempfile
 import time
 
-from absl import app
 from absl import flags
 
+from tpu_graphs import benchmark_results, programs
 from tpu_graphs.data import locations
 
-NLP_TEST_GRAPH = locations.SAMPLE_NPZ / "layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
-SMALL_LAYOUT_GRAPH = locations.SAMPLE_NPZ / "layout/xla/default/test/cd708819d3f5103afd6460b15e74eaf3.npz"
+# Inside the sample folder (locations.sample_dir()).
+NLP_TEST_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
+SMALL_LAYOUT_GRAPH = "npz/layout/xla/default/test/cd708819d3f5103afd6460b15e74eaf3.npz"
+TILE_GRAPH = "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz"
 
 _LAYOUT_MODEL = flags.DEFINE_string("layout_model", None, "A layout serving SavedModel; default: export an untrained one.")
 _TILE_MODEL = flags.DEFINE_string("tile_model", None, "A tile serving SavedModel; default: export an untrained one.")
@@ -37,6 +41,7 @@ _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", None, "Configs per 
 _PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 0, "For the untrained layout model: neighbourhood kept around configurable ops.")
 _MEASURE = flags.DEFINE_enum("measure", None, ["layout", "tile"], "Internal: run one measurement in this process.")
 _MODEL = flags.DEFINE_string("model", None, "Internal: the model of --measure.")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("serve")), "Markdown table to write.")
 
 
 def _peak_rss_mb() -> float:
@@ -82,8 +87,7 @@ def measure_tile(model: str, roots: list) -> dict:
 
 
 # Per collection measured: a graph to build the model's input spec from.
-EXAMPLE_GRAPHS = {"tile:xla": locations.SAMPLE_NPZ / "tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
-                  "layout:xla:default": SMALL_LAYOUT_GRAPH}
+EXAMPLE_GRAPHS = {"tile:xla": TILE_GRAPH, "layout:xla:default": SMALL_LAYOUT_GRAPH}
 
 
 def export_untrained(collection: str, directory: pathlib.Path, prune_hops: int) -> pathlib.Path:
@@ -93,7 +97,8 @@ def export_untrained(collection: str, directory: pathlib.Path, prune_hops: int) 
   from tpu_graphs.export import saved_model
   from tpu_graphs.train import experiments
   kind = graphs.collection_kind(collection)
-  structure, chunks = records.graph_records(npz.read_graph(EXAMPLE_GRAPHS[collection]), configs_per_chunk=4)
+  graph = npz.read_graph(locations.sample_path(EXAMPLE_GRAPHS[collection]))
+  structure, chunks = records.graph_records(graph, configs_per_chunk=4)
   example = records.join(kind, records.parse(kind, tf.constant(structure)),
                          records.parse(kind, tf.constant(next(iter(chunks)))))
   spec = example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True)
@@ -113,30 +118,42 @@ def _measured(kind: str, model: pathlib.Path, extra: list) -> dict:
 
 def main(argv):
   del argv
-  measurements = {
-      "layout": lambda: measure_layout(_MODEL.value, NLP_TEST_GRAPH, _CONFIGS.value, _CONFIGS_PER_CALL.value),
-      "tile": lambda: measure_tile(_MODEL.value, [locations.EMBEDDED_NPZ / "tile", locations.SAMPLE_NPZ / "tile"])}
-  if _MEASURE.value:
-    print(json.dumps(measurements[_MEASURE.value]()))
+  if _MEASURE.value == "layout":
+    print(json.dumps(measure_layout(_MODEL.value, locations.sample_path(NLP_TEST_GRAPH), _CONFIGS.value,
+                                    _CONFIGS_PER_CALL.value)))
     return
-  if not (NLP_TEST_GRAPH).exists():
-    sys.exit(f"benchmark: {NLP_TEST_GRAPH} not found; the real TpuGraphs sample is needed")
+  if _MEASURE.value == "tile":
+    print(json.dumps(measure_tile(_MODEL.value, [locations.EMBEDDED_NPZ / "tile", locations.sample_path("npz/tile")])))
+    return
+  for needed in (NLP_TEST_GRAPH, SMALL_LAYOUT_GRAPH, TILE_GRAPH):
+    locations.sample_path(needed)
   with tempfile.TemporaryDirectory() as temporary:
     layout = pathlib.Path(_LAYOUT_MODEL.value or
                           export_untrained("layout:xla:default", pathlib.Path(temporary), _PRUNE_HOPS.value))
     tile = pathlib.Path(_TILE_MODEL.value or export_untrained("tile:xla", pathlib.Path(temporary), _PRUNE_HOPS.value))
     extra = [f"--configs={_CONFIGS.value}"] + ([f"--configs_per_call={_CONFIGS_PER_CALL.value}"]
                                                 if _CONFIGS_PER_CALL.value else [])
-    result = {"layout": _measured("layout", layout, extra), "tile": _measured("tile", tile, [])}
-  layout, tile = result["layout"], result["tile"]
-  print(f"layout: {layout['configs']} configs of the {layout['nodes']:,}-node nlp test graph "
-        f"({layout['configurable']} configurable ops), {layout['configs_per_call']} per call: "
-        f"load {layout['load_s']:.2f} s, first call {layout['first_call_s']:.2f} s, warm {layout['warm_call_s']:.2f} s, "
-        f"peak RSS {layout['peak_rss_mb']:.0f} MB ({layout['peak_rss_after_load_mb']:.0f} MB after loading)")
-  print(f"tile: {tile['kernels']} kernels, {tile['configs']:,} configs in {tile['seconds']:.2f} s: "
-        f"{tile['kernels_per_s']:.1f} kernels/s, {tile['configs_per_s']:,.0f} configs/s, peak RSS {tile['peak_rss_mb']:.0f} MB")
-  print(json.dumps(result, indent=1))
+    layout, tile = _measured("layout", layout, extra), _measured("tile", tile, [])
+  models = "the given SavedModels" if _LAYOUT_MODEL.value or _TILE_MODEL.value else \
+      f"untrained models of the default size (64 units, 3 layers; layout pruned to {_PRUNE_HOPS.value} hops)"
+  table = [
+      "| measure | value |", "|---|---:|",
+      f"| layout: the nlp test graph's ops / configurable ops / configs scored | {layout['nodes']:,} / "
+      f"{layout['configurable']:,} / {layout['configs']:,} |",
+      f"| layout: configs per model call | {layout['configs_per_call']} |",
+      f"| layout: load the SavedModel | {layout['load_s']:.2f} s |",
+      f"| layout: first call (graph optimization included) | {layout['first_call_s']:.2f} s |",
+      f"| layout: warm call | {layout['warm_call_s']:.2f} s |",
+      f"| layout: peak RSS of the process (after loading) | {layout['peak_rss_mb']:,.0f} MB "
+      f"({layout['peak_rss_after_load_mb']:,.0f} MB) |",
+      f"| tile: kernels / configs scored (embedded generated tile:xla and the real tile sample) | "
+      f"{tile['kernels']:,} / {tile['configs']:,} |",
+      f"| tile: warm kernels/s | {tile['kernels_per_s']:,.0f} |",
+      f"| tile: warm configs/s | {tile['configs_per_s']:,.0f} |",
+      f"| tile: peak RSS of the process | {tile['peak_rss_mb']:,.0f} MB |"]
+  benchmark_results.write("serve", f"Serving through the exported SavedModel, {models}, each measure in a fresh "
+                          "process", "\n".join(table), _OUT.value)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  programs.run(main)

@@ -1,24 +1,35 @@
 """Training throughput of the tile trainer on the embedded generated data: graphs/s, configs/s, RSS.
 
-  python benchmarks/train_tile.py [--epochs 3] [--join late] [--backbone sage]
+  python benchmarks/train_tile.py [--epochs 3] [--join late] [--backbone sage] [--out benchmarks/results/train_tile.md]
 
 Per epoch, the time from the epoch's first step to its last (validation excluded); configs/s
-counts the configs actually in the batches (a graph contributes min(its configs, k)).
+counts the configs actually in the batches (a graph contributes min(its configs, k)). The table
+goes to --out (tpu_graphs/benchmark_results.py).
 """
 
-import argparse
 import pathlib
 import resource
 import tempfile
 import time
 
-import tensorflow as tf
+from absl import flags
 
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+import tensorflow as tf  # pylint: disable=g-bad-import-order
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import convert, locations, readers
-from tpu_graphs.models import tile_model
+from tpu_graphs.models import gnn, tile_model
 from tpu_graphs.train import inputs, tasks, trainer
 
 EMBEDDED_TILE = locations.EMBEDDED_NPZ / "tile"
+
+_EPOCHS = flags.DEFINE_integer("epochs", 3, "Training epochs; the first includes tracing.")
+_JOIN = flags.DEFINE_enum("join", "late", tile_model.JOINS, "Where config features meet the graph.")
+_BACKBONE = flags.DEFINE_enum("backbone", "sage", gnn.BACKBONES, "Message passing layers.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 8, "Graphs per step.")
+_CONFIGS_PER_GRAPH = flags.DEFINE_integer("configs_per_graph", 16, "Configs sampled per graph and step (k).")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("train_tile")), "Markdown table to write.")
 
 
 class EpochTimer(tf.keras.callbacks.Callback):
@@ -45,35 +56,32 @@ def configs_per_epoch(records_dir, k: int, graphs: int) -> int:
   return sum(sizes)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__)
-  parser.add_argument("--epochs", type=int, default=3)
-  parser.add_argument("--join", default="late", choices=tile_model.JOINS)
-  parser.add_argument("--backbone", default="sage")
-  parser.add_argument("--batch_size", type=int, default=8)
-  parser.add_argument("--configs_per_graph", type=int, default=16)
-  args = parser.parse_args()
+def main(argv):
+  del argv
   with tempfile.TemporaryDirectory() as work:
     convert.convert_directory(EMBEDDED_TILE, pathlib.Path(work) / "records", progress=False)
     records = pathlib.Path(work) / "records" / "tile" / "xla"
     config = trainer.TrainingConfig(str(records / "train"), str(records / "valid"), str(pathlib.Path(work) / "run"),
-                                    epochs=args.epochs, batch_size=args.batch_size,
-                                    configs_per_graph=args.configs_per_graph, patience=args.epochs, verbose=0)
+                                    epochs=_EPOCHS.value, batch_size=_BATCH_SIZE.value,
+                                    configs_per_graph=_CONFIGS_PER_GRAPH.value, patience=_EPOCHS.value, verbose=0)
     timer = EpochTimer()
-    build = lambda spec: tile_model.build_tile_model(spec, args.join, args.backbone)
+    build = lambda spec: tile_model.build_tile_model(spec, _JOIN.value, _BACKBONE.value)
     result = trainer.run(tasks.TileTask(), build, config, callbacks=[timer])
     steps = inputs.TrainingInputs(config.train_dir, tasks.TileTask(), config.batch_size,
                                   config.configs_per_graph).steps_per_epoch
     graphs = steps * config.batch_size
     configs = configs_per_epoch(config.train_dir, config.configs_per_graph, graphs)
-  print(f"tile training, {args.join} join, {args.backbone}, batch {args.batch_size} graphs, "
-        f"k={args.configs_per_graph}: {graphs} graphs and {configs} configs per epoch")
-  print("| epoch | seconds | graphs/s | configs/s |\n|---:|---:|---:|---:|")
-  for epoch, seconds in enumerate(timer.seconds):
-    print(f"| {epoch} | {seconds:.2f} | {graphs / seconds:.1f} | {configs / seconds:.1f} |")
-  print(f"valid tile score {result['valid']['mean']['tile_score']:.4f}, OPA {result['valid']['mean']['opa']:.4f}")
-  print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+  rows = ["| epoch | seconds | graphs/s | configs/s |", "|---:|---:|---:|---:|"]
+  rows += [f"| {epoch} | {seconds:.2f} | {graphs / seconds:,.0f} | {configs / seconds:,.0f} |"
+           for epoch, seconds in enumerate(timer.seconds)]
+  rows += ["", f"Epoch 0 includes tracing. Valid tile score {result['valid']['mean']['tile_score']:.4f}, "
+           f"OPA {result['valid']['mean']['opa']:.4f}; peak RSS "
+           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB."]
+  benchmark_results.write(
+      "train_tile", f"Tile training throughput on the embedded generated tile:xla train split ({_JOIN.value} join, "
+      f"{_BACKBONE.value}, batch {_BATCH_SIZE.value} graphs, k = {_CONFIGS_PER_GRAPH.value}: {graphs} graphs and "
+      f"{configs:,} configs per epoch)", "\n".join(rows), _OUT.value)
 
 
 if __name__ == "__main__":
-  main()
+  programs.run(main)

@@ -1,31 +1,18 @@
-"""Where the real TpuGraphs sample files are, for tests that read them.
+"""The real TpuGraphs sample for tests that read it: found by tpu_graphs.data.locations (as the
+benchmarks find it), skipping the calling test where it is absent."""
 
-The files (byte copies of the public release, see its README.md) live outside the project in
-`<repo>/../shared/tpugraphs_sample` and are never copied in. `TPUGRAPHS_SAMPLE_DIR` overrides the
-location. The default is found from this file's real location (symlinks resolved), so it is the
-same under pytest in a checkout and inside Bazel's runfiles tree.
-"""
-
-import os
 import pathlib
 
 import pytest
 
-SAMPLE_DIR_VARIABLE = "TPUGRAPHS_SAMPLE_DIR"
+from tpu_graphs.data import locations
 
-
-def sample_dir() -> pathlib.Path:
-  """The sample folder: $TPUGRAPHS_SAMPLE_DIR, else ../shared/tpugraphs_sample beside the repo."""
-  configured = os.environ.get(SAMPLE_DIR_VARIABLE)
-  if configured:
-    return pathlib.Path(configured)
-  return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tpugraphs_sample"
+sample_dir = locations.sample_dir
 
 
 def require_sample(relative_path: str = "") -> pathlib.Path:
   """Returns sample_dir() / relative_path; skips the calling test when that path is absent."""
-  path = sample_dir() / relative_path
+  path = locations.sample_dir() / relative_path
   if not path.exists():
-    pytest.skip(f"real TpuGraphs sample {path} not found: set {SAMPLE_DIR_VARIABLE} or put the "
-                "samples in ../shared/tpugraphs_sample beside the repository")
+    pytest.skip(locations.missing_sample(path))
   return path

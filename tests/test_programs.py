@@ -90,6 +90,44 @@ def test_record_size_flags_are_checked_and_given_as_converter_arguments(tmp_path
   script.write_text(RECORD_SIZES_PROGRAM)
   completed = _run(script, flag)
   assert completed.returncode == status and output in completed.stdout + completed.stderr
+NOISY_PROGRAM = """
+import os
+import warnings
+from tpu_graphs import programs
+import tensorflow as tf
+def main(argv):
+  print("TF_CPP_MIN_LOG_LEVEL", os.environ["TF_CPP_MIN_LOG_LEVEL"])
+  tf.get_logger().warning("a warning of TensorFlow's logger")
+  warnings.warn_explicit("a UserWarning raised in TensorFlow", UserWarning, "nested_structure_coder.py", 1,
+                         module="tensorflow.python.saved_model.nested_structure_coder")
+programs.run(main)
+"""
+
+
+@pytest.mark.parametrize("argv, verbosity", [
+    ([], None), (["--out_dir=x"], None), (["--verbosity=0"], 0), (["--verbosity", "-1"], -1), (["-v", "1"], 1),
+    (["-v=-2"], -2), (["--verbosity=loud"], None), (["--", "--verbosity=0"], None)])
+def test_requested_verbosity_reads_absl_spellings_before_flags_are_parsed(argv, verbosity):
+  assert programs.requested_verbosity(argv) == verbosity
+
+
+@pytest.mark.parametrize("verbosity, level", [(None, 3), (-3, 3), (-2, 2), (-1, 1), (0, 0), (1, 0)])
+def test_tensorflow_log_level_follows_absl_verbosity_and_is_silent_by_default(verbosity, level):
+  assert programs.tensorflow_log_level(verbosity) == level
+
+
+@pytest.mark.parametrize("flags, level, shown", [((), "3", False), (("--verbosity=-1",), "1", True)])
+def test_tensorflow_logs_and_warnings_are_silenced_unless_verbosity_asks(tmp_path, flags, level, shown):
+  script = tmp_path / "program.py"
+  script.write_text(NOISY_PROGRAM)
+  environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+  environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
+  completed = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=120,
+                             env=environment)
+  assert completed.returncode == 0, completed.stderr[-2000:]
+  assert f"TF_CPP_MIN_LOG_LEVEL {level}" in completed.stdout
+  assert ("a warning of TensorFlow's logger" in completed.stderr) == shown
+  assert ("a UserWarning raised in TensorFlow" in completed.stderr) == shown
 
 
 if __name__ == "__main__":

@@ -17,15 +17,38 @@ RUNS = {"tile:xla": "tile_xla", "layout:xla:default": "layout_xla_default", "lay
         "layout:nlp:default": "layout_nlp_default", "layout:nlp:random": "layout_nlp_random"}
 
 
+# What TensorFlow prints when its logs are not silenced (C++ registration errors, TensorRT) or when
+# the programs give it cause (retracing, tf.nest, unbuilt layers, SavedModel notices).
+TENSORFLOW_NOISE = ("Unable to register", "TensorRT", "retracing", "Mapping types may not work", "UserWarning",
+                    "compiled metrics have yet", "Skipping full serialization")
+
+
 @pytest.fixture(scope="module")
-def out_dir(tmp_path_factory):
+def quickstart(tmp_path_factory):
+  """(out_dir, the finished process) of one smallest-mode run, with TensorFlow's logging left to
+  the program (no TF_CPP_MIN_LOG_LEVEL inherited)."""
   out = tmp_path_factory.mktemp("quickstart")
   environment = dict(os.environ, PYTHONPATH=str(QUICKSTART.parents[1]))
+  environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
+  # The timeout only guards against a hang: on a 2-core machine shared with other jobs (load average
+  # 10) the smallest run takes about 20 minutes.
   completed = subprocess.run([sys.executable, str(QUICKSTART), "--mode", "smallest", "--out_dir", str(out)],
-                             capture_output=True, text=True, timeout=1200, env=environment)
+                             capture_output=True, text=True, timeout=2400, env=environment)
   assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
   assert f"report: {out / 'report.md'}" in completed.stdout
-  return out
+  return out, completed
+
+
+@pytest.fixture(scope="module")
+def out_dir(quickstart):
+  return quickstart[0]
+
+
+def test_prints_its_progress_and_results_without_tensorflow_noise(quickstart):
+  _, completed = quickstart
+  output = completed.stdout + completed.stderr
+  assert "[quickstart 6/6]" in completed.stdout and "| layout:nlp:random |" in completed.stdout
+  assert [noise for noise in TENSORFLOW_NOISE if noise in output] == [], output[-3000:]
 
 
 def test_submission_covers_every_test_graph_and_validates(out_dir):

@@ -3,8 +3,16 @@ flags checked as they are parsed, and expected failures reported as one line.
 
 `bazel run` starts a program inside its runfiles tree; relative paths on the command line are
 meant relative to where the user typed the command, which Bazel passes as
-BUILD_WORKING_DIRECTORY. TensorFlow's INFO chatter (SavedModel assets, retracing notes) would
-bury the programs' own progress lines, so it is limited to warnings unless asked for.
+BUILD_WORKING_DIRECTORY.
+
+Quiet by default: a program prints its own progress and results. TensorFlow's C++ log (the
+cuDNN/cuFFT/cuBLAS registration errors and the TensorRT notice of every CPU-only start), its
+Python log (Keras and tf.nest notices) and the Python warnings raised inside TensorFlow's
+libraries would bury them, so they are silenced unless absl's `--verbosity` (`-v`) asks for
+them: -1 shows TensorFlow's warnings, 0 its INFO lines too. TF_CPP_MIN_LOG_LEVEL is read once,
+when TensorFlow loads its C++ runtime, so this module reads the flag from the command line at
+import, and every program imports it before anything that imports TensorFlow. A
+TF_CPP_MIN_LOG_LEVEL already in the environment is left as it is.
 
 A failure the user can fix (an InputError from any stage: a bad file, flag, run directory or
 download; an OSError: a missing, unwritable or full output path) ends the program with
@@ -12,13 +20,52 @@ download; an OSError: a missing, unwritable or full output path) ends the progra
 bug and keeps its traceback.
 """
 
+import logging as python_logging
 import os
+import pathlib
+import sys
+import warnings
+from typing import Callable, Optional, Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # before TensorFlow loads its C++ runtime
+# Python warnings attributed to these modules (TensorFlow, TF-GNN, TF-Ranking, Keras) are
+# TensorFlow's to report, not the program's.
+TENSORFLOW_MODULES = r"(tensorflow\w*|keras|tf_keras)(\.|$)"
 
-import pathlib  # pylint: disable=g-import-not-at-top
-import sys  # pylint: disable=g-import-not-at-top
-from typing import Callable, Optional  # pylint: disable=g-import-not-at-top
+
+def requested_verbosity(argv: Sequence[str]) -> Optional[int]:
+  """The value of `--verbosity`/`-v` in `argv` (absl's spellings), or None where it is absent or
+  not an integer (absl then reports the bad value itself)."""
+  value = None
+  arguments = iter(argv)
+  for argument in arguments:
+    if argument == "--":
+      break
+    name, equals, text = argument.partition("=")
+    if name in ("--verbosity", "-verbosity", "--v", "-v"):
+      text = text if equals else next(arguments, "")
+      try:
+        value = int(text)
+      except ValueError:
+        value = None
+  return value
+
+
+def tensorflow_log_level(verbosity: Optional[int]) -> int:
+  """TF_CPP_MIN_LOG_LEVEL for an absl verbosity: 3 (errors too are hidden) when none was asked
+  for; else the same threshold as absl's (-1 WARNING -> 1, 0 INFO -> 0)."""
+  return 3 if verbosity is None else min(3, max(0, -verbosity))
+
+
+def quiet_tensorflow(verbosity: Optional[int]) -> None:
+  """Silences TensorFlow's C++ log (if TensorFlow is not loaded yet), its Python logger and the
+  Python warnings of its libraries, unless `verbosity` (absl's) asks for them."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", str(tensorflow_log_level(verbosity)))
+  if verbosity is None:
+    python_logging.getLogger("tensorflow").setLevel(python_logging.ERROR)
+    warnings.filterwarnings("ignore", module=TENSORFLOW_MODULES)
+
+
+quiet_tensorflow(requested_verbosity(sys.argv[1:]))  # before TensorFlow loads its C++ runtime
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top

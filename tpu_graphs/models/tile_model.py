@@ -36,7 +36,9 @@ class TileEncoder(tf.keras.layers.Layer):
     self.join, self.units = join, units
     self._ops = gnn.OpEncoder(units)
     self._configs = tf.keras.layers.Dense(units, activation="relu")
-    self._joined = tf.keras.layers.Dense(units, activation="relu")
+    # Early join only: a layer a late-join model never calls would stay unbuilt (weightless) and
+    # Keras would refuse to serialize it in the saved model.
+    self._joined = tf.keras.layers.Dense(units, activation="relu") if join == "early" else None
 
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
     op_states = self._ops(graph)

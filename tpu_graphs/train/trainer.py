@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import pathlib
 import shutil
+import warnings
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -156,6 +158,33 @@ def save_directory(path: pathlib.Path, write: Callable[[str], None]) -> None:
     shutil.rmtree(previous)
 
 
+class _DropMessage(logging.Filter):
+  """Drops log records whose message contains `text`."""
+
+  def __init__(self, text: str):
+    super().__init__()
+    self.text = text
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return self.text not in record.getMessage()
+
+
+def save_scorer(scorer: tf.keras.Model, path: str) -> None:
+  """`scorer.save(path)` (Keras's SavedModel format), without two notices that format gives every
+  scorer and that do not apply: that "the compiled metrics have yet to be built" (Keras assumes a
+  saved model was compiled; the scorer never is, RankingModel wraps it for training), and that
+  loading the GraphTensorSpec of its signatures needs tensorflow_gnn imported (everything that
+  loads model/ imports it)."""
+  uncompiled = _DropMessage("compiled metrics have yet to be built")
+  tf.get_logger().addFilter(uncompiled)
+  try:
+    with warnings.catch_warnings():
+      warnings.filterwarnings("ignore", "Encoding a StructuredValue with type tensorflow_gnn", UserWarning)
+      scorer.save(path)
+  finally:
+    tf.get_logger().removeFilter(uncompiled)
+
+
 class EpochEnd(tf.keras.callbacks.Callback):
   """Validation, best weights, early stopping and the resumable checkpoint, after every epoch.
 
@@ -264,7 +293,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   if config.test_dir:
     scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
     predictions.write_predictions(out_dir / "predictions.csv", scoring.ranked_predictions(task, scored))
-  save_directory(out_dir / "model", scorer.save)
+  save_directory(out_dir / "model", lambda path: save_scorer(scorer, path))
   for exporter in exporters:
     exporter(scorer, task, out_dir)
   _write_json(out_dir / "metrics.json", result)
