@@ -14,7 +14,7 @@ import pytest
 
 import sample_data
 import tile_test_data
-from tpu_graphs.data import convert, graphs, npz, records
+from tpu_graphs.data import convert, graphs
 
 
 def copy_sample_subset(destination):

@@ -1,7 +1,6 @@
 """Generated datasets: the format, test labels, layout search like the real one, and byte-identical
 regeneration of data/generated."""
 
-import pathlib
 import sys
 
 import numpy as np

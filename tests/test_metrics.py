@@ -41,7 +41,7 @@ def test_kendall_tau_by_hand():
 
 
 def _brute_force(runtimes, scores):
-  concordant = discordant = comparable = runtime_ties = score_ties = 0
+  concordant = discordant = runtime_ties = score_ties = 0
   for i, j in itertools.combinations(range(len(runtimes)), 2):
     sign = np.sign(runtimes[i] - runtimes[j]) * np.sign(scores[i] - scores[j])
     concordant += sign > 0

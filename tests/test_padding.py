@@ -4,7 +4,6 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import tile_test_data
 from tpu_graphs.data import readers

@@ -79,7 +79,7 @@ def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None
     graphs.GraphFileError: an empty module, an unknown opcode, or a dangling operand / computation id.
   """
   source = source or f"HLO module {module.name!r}"
-  instructions, computation_of_node, is_root, names = [], [], [], []
+  instructions, computation_of_node, is_root = [], [], []
   splits, count = [0], 0
   root_of_computation = {}
   for c, computation in enumerate(module.computations):
