@@ -56,7 +56,8 @@ _ACROSS = flags.DEFINE_list("across", ["unet3d", "unet_3d.4x4.bf16"],
                             "Cross-program case: train on the first file's split, rank all configs of the second.")
 _PER_FILE = flags.DEFINE_bool("per_file", True, "Config splits of every file; --noper_file runs only the "
                               "cross-program case.")
-_TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
+_TRAIN_FLAG = flags.DEFINE_multi_string("train_flag", [], "An extra flag for the recipe's layout_train.py, e.g. "
+                                        "--train_flag=--config_encodings=categories,costs; repeat for more.")
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
 _OUT = flags.DEFINE_string("out", str(locations.REPOSITORY / "benchmarks/results/real_layout.md"),
@@ -247,7 +248,7 @@ def main(argv):
         test_runtimes = graph.config_runtime[split["test"]]
         for i, (name, variant_flags) in enumerate(variants):
           taus[name].append(results.tau(key, name, timed_tau(test_runtimes, lambda: train_and_rank(
-              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAGS.value + variant_flags),
+              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAG.value + variant_flags),
               seconds["recipe"] if name == RECIPE else [])))
         if previous:
           taus["previous default"].append(results.tau(key, "previous default", timed_tau(
@@ -273,7 +274,7 @@ def main(argv):
               target, np.arange(target.num_configs), "test", hide_runtimes=True))
         for i, (name, variant_flags) in enumerate(variants):
           taus[name].append(results.tau(key, name, timed_tau(target.config_runtime, lambda: train_and_rank(
-              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAGS.value + variant_flags), [])))
+              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAG.value + variant_flags), [])))
         if previous:
           taus["previous default"].append(results.tau(key, "previous default", timed_tau(
               target.config_runtime, lambda: train_and_rank(previous, root / "npz", root / "previous", seed), [])))
