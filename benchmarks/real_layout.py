@@ -22,8 +22,8 @@ quarter. The cross-program row trains on one file's
 train half (selecting on its valid quarter) and ranks every config of another file.
 
 Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
-plot beside it. Each finished file and seed is appended to a .jsonl beside --out as it ends, and a
-rerun after a kill skips what is there (delete it to measure anew).
+plot beside it. Each ranker's tau on a file and seed is appended to a .jsonl beside --out as soon as
+it is known, and a rerun after a kill measures only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 import numpy as np
 from absl import flags
@@ -52,7 +53,8 @@ _ACROSS = flags.DEFINE_list("across", ["unet3d", "unet_3d.4x4.bf16"],
                             "Cross-program case: train on the first file's split, rank all configs of the second.")
 _PER_FILE = flags.DEFINE_bool("per_file", True, "Config splits of every file; --noper_file runs only the "
                               "cross-program case.")
-_TRAIN_FLAGS = flags.DEFINE_list("train_flags", [], "Extra flags for the recipe's layout_train.py, e.g. --epochs=5.")
+_TRAIN_FLAG = flags.DEFINE_multi_string("train_flag", [], "An extra flag for the recipe's layout_train.py, e.g. "
+                                        "--train_flag=--config_encodings=categories,costs; repeat for more.")
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("real_layout")),
@@ -135,35 +137,38 @@ def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
   return into
 
 
-def finished_results(path: pathlib.Path, variants) -> dict[tuple[str, int], dict[str, float]]:
-  """{(file, seed): {ranker: tau}} of the runs an earlier, killed benchmark recorded with the same
-  rankers, so a rerun resumes; delete the file to measure anew."""
-  if not path.exists():
-    return {}
-  wanted = set(empty_table(variants))
+def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, float]]:
+  """{(file, seed): {ranker: tau}} of every ranker an earlier (perhaps killed) benchmark recorded,
+  so a rerun measures only what is missing; delete the file to measure anew."""
   finished = {}
-  for line in path.read_text().splitlines():
-    result = json.loads(line)
-    file, seed = result.pop("file"), result.pop("seed")
-    if set(result) <= wanted:
-      finished[file, seed] = result
+  if path.exists():
+    for line in path.read_text().splitlines():
+      result = json.loads(line)
+      finished.setdefault((result.pop("file"), result.pop("seed")), {}).update(result)
   return finished
 
 
-def restored(finished: dict, key: tuple[str, int], taus: dict[str, list[float]]) -> bool:
-  """Appends the recorded taus of (file, seed) to `taus`; False if that run is not recorded."""
-  for name, value in finished.get(key, {}).items():
-    taus[name].append(value)
-  return key in finished
+class Results:
+  """The taus of (file, seed, ranker), each measured once: restored from the .jsonl or measured and
+  appended to it as soon as it is known (a ranker's run can take minutes)."""
 
+  def __init__(self, path: pathlib.Path):
+    self.path = path
+    self.finished = finished_results(path)
 
-def record(path: pathlib.Path, result: dict) -> None:
-  """Appends one finished (file, seed) to the results file and prints it."""
-  line = json.dumps(result)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with open(path, "a") as stream:
-    stream.write(line + "\n")
-  print(line, flush=True)
+  def has(self, key: tuple[str, int], rankers) -> bool:
+    return all(name in self.finished.get(key, {}) for name in rankers)
+
+  def tau(self, key: tuple[str, int], ranker: str, measure: Callable[[], float]) -> float:
+    recorded = self.finished.setdefault(key, {})
+    if ranker not in recorded:
+      recorded[ranker] = measure()
+      line = json.dumps({"file": key[0], "seed": key[1], ranker: recorded[ranker]})
+      self.path.parent.mkdir(parents=True, exist_ok=True)
+      with open(self.path, "a") as stream:
+        stream.write(line + "\n")
+      print(line, flush=True)
+    return recorded[ranker]
 
 
 def empty_table(variants) -> dict[str, list[float]]:
@@ -205,13 +210,21 @@ def main(argv):
     sys.exit(f"real_layout: no labelled layout files in {locations.sample_dir()}")
   repository = locations.REPOSITORY
   variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
-  results = pathlib.Path(_OUT.value).with_suffix(".jsonl")
-  finished = finished_results(results, variants)
+  results = Results(pathlib.Path(_OUT.value).with_suffix(".jsonl"))
   rows: list[tuple[str, dict[str, list[float]]]] = []
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
+
+  def timed_tau(runtimes, run, times: list[float]) -> Callable[[], float]:
+    def measure():
+      scores, took = run()
+      times.append(took)
+      return metrics.kendall_tau(runtimes, scores)
+    return measure
+
   with tempfile.TemporaryDirectory() as scratch:
     scratch = pathlib.Path(scratch)
     previous = previous_checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
+    wanted = [name for name in empty_table(variants) if previous or name != "previous default"]
     graphs_by_name = {}
     for path in files:
       graph = npz.read_graph(path)
@@ -221,49 +234,46 @@ def main(argv):
       log_runtimes = np.log(graph.runtimes())
       taus = empty_table(variants)
       for seed in range(_SEEDS.value):
-        if restored(finished, (graph.graph_id, seed), taus):
-          continue
-        root = scratch / f"{graph.graph_id}_{seed}"
-        split = config_split.write_config_split(graph, root / "npz", seed)
+        key, root = (graph.graph_id, seed), scratch / f"{graph.graph_id}_{seed}"
+        split = config_split.split_rows(graph.num_configs, seed)
+        if not results.has(key, wanted):
+          config_split.write_config_split(graph, root / "npz", seed)
         test_runtimes = graph.config_runtime[split["test"]]
         for i, (name, variant_flags) in enumerate(variants):
-          scores, took = train_and_rank(repository, root / "npz", root / f"recipe{i}", seed,
-                                        _TRAIN_FLAGS.value + variant_flags)
-          taus[name].append(metrics.kendall_tau(test_runtimes, scores))
-          if name == RECIPE:
-            seconds["recipe"].append(took)
+          taus[name].append(results.tau(key, name, timed_tau(test_runtimes, lambda: train_and_rank(
+              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAG.value + variant_flags),
+              seconds["recipe"] if name == RECIPE else [])))
         if previous:
-          scores, took = train_and_rank(previous, root / "npz", root / "previous", seed)
-          taus["previous default"].append(metrics.kendall_tau(test_runtimes, scores))
-          seconds["previous"].append(took)
-        taus["ridge, one-hot config values"].append(ridge_tau(value_share_features(graph), log_runtimes, split))
-        taus["per-node-layout ridge"].append(ridge_tau(per_node_features(graph), log_runtimes, split))
-        record(results, {"file": graph.graph_id, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}})
+          taus["previous default"].append(results.tau(key, "previous default", timed_tau(
+              test_runtimes, lambda: train_and_rank(previous, root / "npz", root / "previous", seed),
+              seconds["previous"])))
+        taus["ridge, one-hot config values"].append(results.tau(
+            key, "ridge, one-hot config values", lambda: ridge_tau(value_share_features(graph), log_runtimes, split)))
+        taus["per-node-layout ridge"].append(results.tau(
+            key, "per-node-layout ridge", lambda: ridge_tau(per_node_features(graph), log_runtimes, split)))
       rows.append((f"{graph.graph_id} ({graph.num_configs} configs)", taus))
     if len(_ACROSS.value) == 2 and all(name in graphs_by_name for name in _ACROSS.value):
       source, target = (graphs_by_name[name] for name in _ACROSS.value)
       taus = empty_table(variants)
       across = " → ".join(_ACROSS.value)
       for seed in range(_SEEDS.value):
-        if restored(finished, (across, seed), taus):
-          continue
-        root = scratch / f"across_{seed}"
-        split = config_split.write_config_split(source, root / "npz", seed)
-        test_dir = root / "npz" / pathlib.Path(*source.collection.split(":")) / "test"
-        (test_dir / f"{source.graph_id}.npz").unlink()
-        npz.write_graph(test_dir / f"{target.graph_id}.npz", config_split.select_configs(
-            target, np.arange(target.num_configs), "test", hide_runtimes=True))
+        key, root = (across, seed), scratch / f"across_{seed}"
+        split = config_split.split_rows(source.num_configs, seed)
+        if not results.has(key, [name for name in wanted if name != "per-node-layout ridge"]):
+          config_split.write_config_split(source, root / "npz", seed)
+          test_dir = root / "npz" / pathlib.Path(*source.collection.split(":")) / "test"
+          (test_dir / f"{source.graph_id}.npz").unlink()
+          npz.write_graph(test_dir / f"{target.graph_id}.npz", config_split.select_configs(
+              target, np.arange(target.num_configs), "test", hide_runtimes=True))
         for i, (name, variant_flags) in enumerate(variants):
-          scores, _ = train_and_rank(repository, root / "npz", root / f"recipe{i}", seed,
-                                     _TRAIN_FLAGS.value + variant_flags)
-          taus[name].append(metrics.kendall_tau(target.config_runtime, scores))
+          taus[name].append(results.tau(key, name, timed_tau(target.config_runtime, lambda: train_and_rank(
+              repository, root / "npz", root / f"recipe{i}", seed, _TRAIN_FLAG.value + variant_flags), [])))
         if previous:
-          scores, _ = train_and_rank(previous, root / "npz", root / "previous", seed)
-          taus["previous default"].append(metrics.kendall_tau(target.config_runtime, scores))
-        taus["ridge, one-hot config values"].append(ridge_tau(
+          taus["previous default"].append(results.tau(key, "previous default", timed_tau(
+              target.config_runtime, lambda: train_and_rank(previous, root / "npz", root / "previous", seed), [])))
+        taus["ridge, one-hot config values"].append(results.tau(key, "ridge, one-hot config values", lambda: ridge_tau(
             value_share_features(source), np.log(source.runtimes()), split, value_share_features(target),
-            np.log(target.runtimes())))
-        record(results, {"file": across, "seed": seed, **{k: v[-1] for k, v in taus.items() if v}})
+            np.log(target.runtimes()))))
       rows.append((f"{source.graph_id} → {target.graph_id} (all {target.num_configs})", taus))
 
   rankers = list(rows[0][1])
