@@ -16,7 +16,7 @@ from absl import flags
 import tensorflow as tf
 
 from tpu_graphs import programs
-from tpu_graphs.data import convert, errors, graphs, locations, npz
+from tpu_graphs.data import convert, errors, graphs, locations, storage
 from tpu_graphs.train import tasks, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", "tile:xla", ["tile:xla"] + [
@@ -55,7 +55,7 @@ def main(argv):
   trainer.write_predictions(task, scored, out_dir / f"predictions_{_SPLIT.value}.csv")
   if all(runtimes.min() > 0 for runtimes, _ in scored.values()):
     result = trainer.evaluate(task, scored)
-    with npz.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
+    with storage.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
       temporary.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     print(json.dumps(result["mean"], indent=1))
   else:

@@ -2,6 +2,7 @@
 
   python baselines/layout_train.py --source xla --search default --out_dir out/layout_xla_default
   python baselines/layout_train.py --source nlp --search random --data_root <TpuGraphs>/npz --out_dir ...
+  python baselines/layout_train.py --source nlp --search default --jit_compile   # padded inputs, XLA step
   bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
 
 The recipe (experiments.LAYOUT_TRAINING and LAYOUT_MODEL, chosen on config splits of real programs,
@@ -22,7 +23,6 @@ first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_di
 
 import dataclasses
 import json
-import pathlib
 
 from absl import flags
 
@@ -79,6 +79,8 @@ _PATIENCE = flags.DEFINE_integer("patience", _RECIPE["patience"], "Epochs withou
                                  "stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+_JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Train as on a TPU on any device: inputs padded to static "
+                                  "sizes and an XLA-compiled step (recorded in config.json).")
 programs.require_at_least(1, _EPOCHS, _BATCH_SIZE, _CONFIGS_PER_GRAPH, _CONFIGS_PER_CHUNK, _UNITS, _LAYERS, _PATIENCE)
 programs.check_flag(_LOSS, losses.parse_loss_spec)
 
@@ -88,12 +90,12 @@ def main(argv):
   # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
   strategy = strategies.choose_strategy(_TPU.value)
   collection = f"layout:{_SOURCE.value}:{_SEARCH.value}"
-  out_dir = pathlib.Path(_OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}")
+  out_dir = _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}"
   training = {"epochs": _EPOCHS.value, "steps_per_epoch": _STEPS_PER_EPOCH.value or None,
               "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
               "learning_rate": _LEARNING_RATE.value, "learning_rate_schedule": _SCHEDULE.value,
               "warmup_steps": _WARMUP_STEPS.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
-              "eval_batch_size": _RECIPE["eval_batch_size"], "seed": _SEED.value}
+              "eval_batch_size": _RECIPE["eval_batch_size"], "seed": _SEED.value, "jit_compile": _JIT_COMPILE.value}
   model = dataclasses.replace(
       _MODEL, units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
       prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None, dedup=_DEDUP.value,

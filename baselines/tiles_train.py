@@ -2,6 +2,7 @@
 
   python baselines/tiles_train.py --out_dir out/tiles --epochs 10
   python baselines/tiles_train.py --data_root <TpuGraphs>/npz --out_dir out/tiles_real --tpu local
+  python baselines/tiles_train.py --jit_compile --epochs 1   # the TPU path (padding, XLA) on this machine
   bazel run //baselines:tiles_train -- --out_dir ...
   TF_CONFIG='{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": {"type": "worker", "index": 0}}' \
     python baselines/tiles_train.py --out_dir out/tiles   # on host0; "index": 1 on host1
@@ -16,7 +17,6 @@ and non-chief workers write their copy under <out_dir>/workers/<index>/.
 """
 
 import json
-import pathlib
 
 from absl import flags
 
@@ -42,6 +42,8 @@ _LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
 _PATIENCE = flags.DEFINE_integer("patience", 5, "Epochs without a better validation tile score before stopping.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of initialization and config sampling.")
 _TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
+_JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Train as on a TPU on any device: inputs padded to static "
+                                  "sizes and an XLA-compiled step (recorded in config.json).")
 programs.require_at_least(1, _EPOCHS, _BATCH_SIZE, _CONFIGS_PER_GRAPH, _UNITS, _LAYERS, _PATIENCE)
 programs.check_flag(_LOSS, losses.parse_loss_spec)
 
@@ -50,10 +52,10 @@ def main(argv):
   del argv
   # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
   strategy = strategies.choose_strategy(_TPU.value)
-  out_dir = pathlib.Path(_OUT_DIR.value)
+  out_dir = _OUT_DIR.value  # a local path or a URL (gs://...)
   training = {"epochs": _EPOCHS.value, "batch_size": _BATCH_SIZE.value, "configs_per_graph": _CONFIGS_PER_GRAPH.value,
               "learning_rate": _LEARNING_RATE.value, "loss": _LOSS.value, "patience": _PATIENCE.value,
-              "seed": _SEED.value}
+              "seed": _SEED.value, "jit_compile": _JIT_COMPILE.value}
   model = experiments.ModelSettings(units=_UNITS.value, layers=_LAYERS.value, backbone=_BACKBONE.value,
                                     join=_JOIN.value)
   result = experiments.train_collection("tile:xla", _DATA_ROOT.value, out_dir, training, model,

@@ -42,7 +42,7 @@ import numpy as np
 from absl import app
 from absl import flags
 
-from tpu_graphs.data import config_split, graphs, layout_search, locations, npz
+from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, storage
 from tpu_graphs.export import submission
 from tpu_graphs.train import metrics, ridge
 
@@ -133,15 +133,6 @@ def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: 
   return predicted_scores(run_dir / "predictions.csv", num_configs), time.perf_counter() - start
 
 
-def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
-  """The repository at `commit`, extracted with git archive into `into`."""
-  archive = subprocess.run(["git", "-C", str(locations.REPOSITORY), "archive", commit], capture_output=True,
-                           check=True).stdout
-  into.mkdir(parents=True)
-  subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-  return into
-
-
 def finished_results(path: pathlib.Path, variants) -> dict[tuple[str, int], dict[str, float]]:
   """{(file, seed): {ranker: tau}} of the runs an earlier, killed benchmark recorded with the same
   rankers, so a rerun resumes; delete the file to measure anew."""
@@ -218,7 +209,7 @@ def main(argv):
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
   with tempfile.TemporaryDirectory() as scratch:
     scratch = pathlib.Path(scratch)
-    previous = previous_checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
+    previous = locations.checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
     graphs_by_name = {}
     for path in files:
       graph = npz.read_graph(path)
@@ -287,7 +278,7 @@ def main(argv):
   table = "\n".join(lines) + "\n"
   out = pathlib.Path(_OUT.value)
   out.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(out) as temporary:
+  with storage.atomic_path(out) as temporary:
     temporary.write_text(table)
   plot(rows, out.with_suffix(".png"))
   print(table)

@@ -6,8 +6,17 @@ files sit beside the repository in `../shared/tpugraphs_sample` where the team h
 """
 
 import pathlib
+import subprocess
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 EMBEDDED_ROOT = REPOSITORY / "data" / "generated"
 EMBEDDED_NPZ = EMBEDDED_ROOT / "npz"
 SAMPLE_NPZ = REPOSITORY.parent / "shared" / "tpugraphs_sample" / "npz"
+
+
+def checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
+  """The repository at `commit`, extracted with git archive into `into` (benchmarks compare commits)."""
+  archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", commit], capture_output=True, check=True).stdout
+  into.mkdir(parents=True)
+  subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+  return into

@@ -15,7 +15,7 @@ import dataclasses
 import pathlib
 from typing import Iterable, Iterator, Mapping
 
-from tpu_graphs.data import errors, npz
+from tpu_graphs.data import errors, npz, storage
 
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 HEADER = ("ID", "TopConfigs")
@@ -130,7 +130,7 @@ def write_submission(path, predictions: Iterable[Prediction]) -> None:
   rows = sorted(predictions, key=lambda p: (order[p.collection], p.graph_id))
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
+  with storage.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(HEADER)
     for prediction in rows:

@@ -10,12 +10,13 @@ builds the model and hands everything to `trainer.run`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
-from tpu_graphs.data import config_dedup, convert, graphs, npz, records
+from tpu_graphs.data import config_dedup, convert, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
 from tpu_graphs.train import tasks, trainer
 
@@ -52,7 +53,7 @@ def collection_directory(data_root, collection: str) -> pathlib.Path:
   return pathlib.Path(data_root, *collection.split(":"))
 
 
-def prepare_records(data_root, collection: str, records_root, work_dir, model: ModelSettings) -> pathlib.Path:
+def prepare_records(data_root, collection: str, records_root, work_dir, model: ModelSettings) -> str:
   """Converts the collection's splits (train deduplicated if asked) and returns its records dir.
 
   Raises GraphFileError naming the first invalid input file.
@@ -68,7 +69,7 @@ def prepare_records(data_root, collection: str, records_root, work_dir, model: M
     split_dirs[0] = deduplicated
   for split_dir in split_dirs:
     convert.convert_directory(split_dir, records_root, configs_per_chunk=model.configs_per_chunk, progress=False)
-  return pathlib.Path(records_root) / relative
+  return storage.join(records_root, str(relative))  # records_root may be a URL (gs://...)
 
 
 def model_builder(collection: str, model: ModelSettings, train_npz_dir) -> Callable:
@@ -99,14 +100,14 @@ def train_collection(collection: str, data_root, out_dir, training: dict, model:
     records_dir: where converted records go; default <out_dir>/records.
     strategy, exporters, callbacks: passed to trainer.run.
   """
-  out_dir = pathlib.Path(out_dir)
-  records_root = pathlib.Path(records_dir) if records_dir else out_dir / "records"
+  out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
+  records_root = records_dir or storage.join(out_dir, "records")
   collection_records = prepare_records(data_root, collection, records_root, out_dir, model)
   task = tasks.TileTask() if graphs.collection_kind(collection) == "tile" else tasks.LayoutTask(model.prune_hops)
-  test_dir = collection_records / "test"
+  test_dir = storage.join(collection_records, "test")
   config = trainer.TrainingConfig(
-      train_dir=str(collection_records / "train"), valid_dir=str(collection_records / "valid"),
-      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None, model=dataclasses.asdict(model),
+      train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
+      out_dir=out_dir, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None, model=dataclasses.asdict(model),
       **training)
   build = model_builder(collection, model, collection_directory(data_root, collection) / "train")
   return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
+from tpu_graphs.data import readers
+
 
 def size_constraints(graphs: tf.data.Dataset, batch_size: int) -> tfgnn.SizeConstraints:
   """Totals that fit any `batch_size` scalar GraphTensors of `graphs` (reads the whole dataset)."""
@@ -19,4 +21,4 @@ def size_constraints(graphs: tf.data.Dataset, batch_size: int) -> tfgnn.SizeCons
 
 def pad_batches(batches: tf.data.Dataset, constraints: tfgnn.SizeConstraints) -> tf.data.Dataset:
   """Pads each merged GraphTensor to `constraints`; the padding component comes last."""
-  return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, constraints)[0])
+  return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, constraints)[0], **readers.PARALLEL)

@@ -26,8 +26,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import pathlib
-import shutil
+import os
 import weakref
 from typing import Callable, Optional, Sequence
 
@@ -35,8 +34,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import errors, npz, readers
-from tpu_graphs.train import padding, strategies, tasks
+from tpu_graphs.data import errors, readers, storage
+from tpu_graphs.train import padding, strategies, tasks, xla
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +61,8 @@ class TrainingConfig:
   eval_batch_size: int = 8  # config chunks scored per evaluation step
   seed: int = 0
   verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line per epoch
+  # The TPU path on any device: inputs padded to static sizes and an XLA-compiled step (xla.py).
+  jit_compile: bool = False
   model: dict = dataclasses.field(default_factory=dict)  # the model's settings, recorded in config.json
 
 
@@ -77,9 +78,9 @@ RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "va
 
 def read_run_config(run_dir) -> Optional[dict]:
   """The content of <run_dir>/config.json; None if there is none yet."""
-  path = pathlib.Path(run_dir) / "config.json"
+  path = storage.join(run_dir, "config.json")
   try:
-    return json.loads(path.read_text())
+    return json.loads(storage.read_text(path))
   except FileNotFoundError:
     return None
   except (OSError, ValueError) as error:
@@ -103,14 +104,14 @@ def check_resumable(run_dir, run_config: dict) -> None:
   changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
              if key not in RESUMABLE_CHANGES and recorded.get(key) != wanted.get(key)]
   if changed:
-    raise RunDirectoryError(f"{pathlib.Path(run_dir) / 'config.json'}: this run was configured otherwise "
+    raise RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: this run was configured otherwise "
                             f"({'; '.join(changed)}); use another run directory or delete this one")
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
 # (final scorer, task kind "tile"/"layout", run directory) -> None: writes one more exported form
 # of the model into the run directory, e.g. tpu_graphs.export.saved_model.export_to_run_directory.
-ModelExporter = Callable[[tf.keras.Model, tasks.Task, pathlib.Path], None]
+ModelExporter = Callable[[tf.keras.Model, tasks.Task, str], None]
 
 
 class RankingModel(tf.keras.Model):
@@ -124,9 +125,8 @@ class RankingModel(tf.keras.Model):
     return self.task.ranking_logits(graph, self.scorer(graph), self.list_size)
 
 
-def _write_json(path: pathlib.Path, content) -> None:
-  with npz.atomic_path(path) as temporary:
-    temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+def _write_json(path: str, content) -> None:
+  storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
 # Parsed records index with int32, sampled training graphs with int64; the scorer (and the model
@@ -137,7 +137,7 @@ INDICES_DTYPE = tf.int32
 def _merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
   """Batches of `batch_size` scalar GraphTensors merged into one GraphTensor of as many components."""
   return graphs.batch(batch_size, drop_remainder=drop_remainder).map(
-      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
+      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE), **readers.PARALLEL)
 
 
 def _chunk_count(records_dir) -> int:
@@ -202,7 +202,8 @@ def training_inputs(task: tasks.Task, config: TrainingConfig, first_epoch: int,
   inputs = epochs[0]
   for epoch in epochs[1:]:
     inputs = inputs.concatenate(epoch)
-  return inputs.map(lambda graph: (graph, task.labels(graph, config.configs_per_graph))).prefetch(2)
+  return inputs.map(lambda graph: (xla.model_features(graph), task.labels(graph, config.configs_per_graph)),
+                    **readers.PARALLEL).prefetch(tf.data.AUTOTUNE)
 
 
 # scorer -> {task: its traced scoring function}: validation runs every epoch and tracing a layout
@@ -217,9 +218,8 @@ def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.Grap
     @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
     def score(graph):
       configs = graph.node_sets["config"]
-      keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
-      return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
-              scorer(graph))
+      return (tf.repeat(xla.graph_keys(graph), configs.sizes), configs["config_index"], task.config_runtimes(configs),
+              scorer(xla.model_features(graph)))
     functions[task] = score
   return functions[task]
 
@@ -256,29 +256,13 @@ def evaluate(task: tasks.Task, scored: dict) -> dict:
 
 def write_predictions(task: tasks.Task, scored: dict, path) -> None:
   """CSV `ID,TopConfigs`: per graph "<collection>:<graph_id>" and config indices best first."""
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
+  tf.io.gfile.makedirs(os.path.dirname(os.fspath(path)) or ".")
+  with storage.atomic_write(path) as stream:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["ID", "TopConfigs"])
     for key, (_, scores) in scored.items():
       ranked = np.argsort(scores, kind="stable")[:task.submission_length]
       writer.writerow([key, ";".join(str(i) for i in ranked)])
-
-
-def save_directory(path: pathlib.Path, write: Callable[[str], None]) -> None:
-  """Has `write` fill a temporary directory beside `path`, then swaps it in for `path`."""
-  path = pathlib.Path(path)
-  temporary, previous = path.with_name(f".{path.name}.tmp"), path.with_name(f".{path.name}.old")
-  for stale in (temporary, previous):
-    if stale.exists():
-      shutil.rmtree(stale)
-  write(str(temporary))
-  if path.exists():
-    path.rename(previous)
-  temporary.rename(path)
-  if previous.exists():
-    shutil.rmtree(previous)
 
 
 class EpochEnd(tf.keras.callbacks.Callback):
@@ -292,7 +276,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
     super().__init__()
     self.task, self.scorer, self.config, self.manager = task, scorer, config, manager
     self.state, self.history = state, history
-    self.out_dir = pathlib.Path(config.out_dir)
+    self.out_dir = config.out_dir
 
   def on_epoch_end(self, epoch, logs=None):
     logs = logs if logs is not None else {}
@@ -304,7 +288,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.state["best_value"].assign(value)
       self.state["best_epoch"].assign(epoch)
       self.state["epochs_without_improvement"].assign(0)
-      self.scorer.save_weights(str(self.out_dir / "best" / "weights"))
+      self.scorer.save_weights(storage.join(self.out_dir, "best", "weights"))
     else:
       self.state["epochs_without_improvement"].assign_add(1)
     if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
@@ -312,7 +296,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.model.stop_training = True
     self.state["epoch"].assign(epoch + 1)
     self.history.append({"epoch": epoch, **{k: float(v) for k, v in logs.items()}})
-    _write_json(self.out_dir / "history.json", self.history)
+    _write_json(storage.join(self.out_dir, "history.json"), self.history)
     self.manager.save(checkpoint_number=epoch + 1)
 
 
@@ -335,18 +319,18 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   """
   strategy = strategy or strategies.choose_strategy()
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
-  out_dir = pathlib.Path(config.out_dir)
+  out_dir = config.out_dir  # a local path or a URL (gs://...): joined with storage.join
   run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
                 "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
   check_resumable(out_dir, run_config)
   replicas = strategy.num_replicas_in_sync
   if config.batch_size % replicas:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
-  out_dir.mkdir(parents=True, exist_ok=True)
-  _write_json(out_dir / "config.json", run_config)
+  tf.io.gfile.makedirs(out_dir)
+  _write_json(storage.join(out_dir, "config.json"), run_config)
   replica_batch = config.batch_size // replicas
   constraints = None
-  if strategies.needs_static_shapes(strategy):
+  if xla.needs_padding(strategy, config.jit_compile):
     constraints = padding.size_constraints(
         readers.training_dataset(config.train_dir, config.configs_per_graph, config.seed,
                                  structure_transform=task.structure_transform), replica_batch)
@@ -354,24 +338,25 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs(task, dataclasses.replace(config, epochs=1), 0,
                          tf.distribute.InputContext(num_replicas_in_sync=replicas), constraints).element_spec[0]
-  if constraints is None:  # the scorer also serves evaluation and export, on any number of graphs
-    spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
+  # The scorer also serves evaluation and export, on any number of graphs.
+  spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
     model = RankingModel(scorer, task, config.configs_per_graph)
     optimizer = tf.keras.optimizers.Adam(learning_rate(config))
-    model.compile(optimizer=optimizer, loss=task.loss(config.loss))
+    model.compile(optimizer=optimizer, loss=task.loss(config.loss),
+                  **xla.compile_settings(strategy, config.jit_compile, epoch_steps(config)))
     state = {"epoch": tf.Variable(0, dtype=tf.int64), "best_value": tf.Variable(-np.inf, dtype=tf.float64),
              "best_epoch": tf.Variable(-1, dtype=tf.int64),
              "epochs_without_improvement": tf.Variable(0, dtype=tf.int64), "stopped": tf.Variable(False)}
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **state)
-  manager = tf.train.CheckpointManager(checkpoint, str(out_dir / "checkpoints"), max_to_keep=2)
+  manager = tf.train.CheckpointManager(checkpoint, storage.join(out_dir, "checkpoints"), max_to_keep=2)
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint)
   first_epoch = int(state["epoch"].numpy())
-  history_path = out_dir / "history.json"
-  history = [h for h in json.loads(history_path.read_text()) if h["epoch"] < first_epoch] \
-      if history_path.exists() else []
+  history_path = storage.join(out_dir, "history.json")
+  history = [h for h in json.loads(storage.read_text(history_path)) if h["epoch"] < first_epoch] \
+      if tf.io.gfile.exists(history_path) else []
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     inputs = strategy.distribute_datasets_from_function(
@@ -379,19 +364,19 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     model.fit(inputs, epochs=config.epochs, initial_epoch=first_epoch,
               steps_per_epoch=epoch_steps(config), verbose=config.verbose,
               callbacks=[EpochEnd(task, scorer, config, manager, state, history),
-                         tf.keras.callbacks.TensorBoard(str(out_dir / "logs")), *callbacks])
+                         tf.keras.callbacks.TensorBoard(storage.join(out_dir, "logs")), *callbacks])
 
-  if (out_dir / "best" / "weights.index").exists():
-    scorer.load_weights(str(out_dir / "best" / "weights"))
+  if tf.io.gfile.exists(storage.join(out_dir, "best", "weights.index")):
+    scorer.load_weights(storage.join(out_dir, "best", "weights"))
   result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
             "valid": evaluate(task, score_records(task, scorer, config.valid_dir, config.eval_batch_size))}
   if config.test_dir:
     write_predictions(task, score_records(task, scorer, config.test_dir, config.eval_batch_size),
-                      out_dir / "predictions.csv")
-  save_directory(out_dir / "model", scorer.save)
+                      storage.join(out_dir, "predictions.csv"))
+  storage.atomic_directory(storage.join(out_dir, "model"), scorer.save)
   for exporter in exporters:
     exporter(scorer, task, out_dir)
-  _write_json(out_dir / "metrics.json", result)
+  _write_json(storage.join(out_dir, "metrics.json"), result)
   return result
