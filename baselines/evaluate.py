@@ -16,7 +16,7 @@ from tpu_graphs import programs  # first: it quiets TensorFlow, which must happe
 from absl import flags
 import tensorflow as tf
 
-from tpu_graphs.data import convert, errors, graphs, locations, npz, predictions
+from tpu_graphs.data import convert, errors, graphs, locations, predictions, storage
 from tpu_graphs.train import experiments, scoring, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", "tile:xla", list(graphs.COLLECTIONS), "Which collection the model ranks.")
@@ -55,7 +55,7 @@ def main(argv):
   predictions.write_predictions(out_dir / f"predictions_{_SPLIT.value}.csv", scoring.ranked_predictions(task, scored))
   if all(runtimes.min() > 0 for runtimes, _ in scored.values()):
     result = scoring.evaluate(task, scored)
-    with npz.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
+    with storage.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
       temporary.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     print(json.dumps(result["mean"], indent=1))
   else:

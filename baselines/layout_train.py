@@ -2,6 +2,7 @@
 
   python baselines/layout_train.py --source xla --search default --out_dir out/layout_xla_default
   python baselines/layout_train.py --source nlp --search random --data_root <TpuGraphs>/npz --out_dir ...
+  python baselines/layout_train.py --source nlp --search default --jit_compile   # padded inputs, XLA step
   bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
 
 The run starts from the named experiment --experiment (default "layout", the recipe:

@@ -16,7 +16,7 @@ import pathlib
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import npz
+from tpu_graphs.data import storage
 from tpu_graphs.export import ranker
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
@@ -42,7 +42,7 @@ def main(argv):
                    "best": [{"config": index, "score": score} for index, score in best]})
   if _JSON.value:
     pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
-    with npz.atomic_path(_JSON.value) as temporary:
+    with storage.atomic_path(_JSON.value) as temporary:
       temporary.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {_JSON.value}")
 

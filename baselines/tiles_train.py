@@ -3,6 +3,7 @@
   python baselines/tiles_train.py --out_dir out/tiles --epochs 10
   python baselines/tiles_train.py --experiment smallest --out_dir /tmp/tiles
   python baselines/tiles_train.py --data_root <TpuGraphs>/npz --out_dir out/tiles_real --tpu local
+  python baselines/tiles_train.py --jit_compile --epochs 1   # the TPU path (padding, XLA) on this machine
   bazel run //baselines:tiles_train -- --out_dir ...
   TF_CONFIG='{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": {"type": "worker", "index": 0}}' \
     python baselines/tiles_train.py --out_dir out/tiles   # on host0; "index": 1 on host1

@@ -128,15 +128,6 @@ def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: 
   return predicted_scores(run_dir / "predictions.csv", num_configs), time.perf_counter() - start
 
 
-def previous_checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
-  """The repository at `commit`, extracted with git archive into `into`."""
-  archive = subprocess.run(["git", "-C", str(locations.REPOSITORY), "archive", commit], capture_output=True,
-                           check=True).stdout
-  into.mkdir(parents=True)
-  subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-  return into
-
-
 def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, float]]:
   """{(file, seed): {ranker: tau}} of every ranker an earlier (perhaps killed) benchmark recorded,
   so a rerun measures only what is missing; delete the file to measure anew."""
@@ -223,7 +214,7 @@ def main(argv):
 
   with tempfile.TemporaryDirectory() as scratch:
     scratch = pathlib.Path(scratch)
-    previous = previous_checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
+    previous = locations.checkout(_PREVIOUS_COMMIT.value, scratch / "previous") if _PREVIOUS_COMMIT.value else None
     wanted = [name for name in empty_table(variants) if previous or name != "previous default"]
     graphs_by_name = {}
     for path in files:

@@ -7,6 +7,7 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+import memory_file_system
 import sample_data
 from tpu_graphs import beam_pipeline
 from tpu_graphs.data import convert, npz
@@ -46,6 +47,16 @@ def test_rerun_skips_finished_shards_and_keeps_the_bytes(tmp_path):
   again = beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process(), shard_bytes=4000)
   assert (first.graphs_written, again.graphs_written, again.graphs_skipped) == (8, 0, 8)
   assert tree_bytes(tmp_path / "out") == before
+
+
+def test_output_on_an_in_memory_file_system_gets_the_single_process_bytes(tmp_path):
+  source = sample_data.require_sample("npz/tile/xla")
+  shutil.copytree(source, tmp_path / "npz/tile/xla")
+  convert.convert_directory(tmp_path / "npz", tmp_path / "single", shard_bytes=4000, progress=False)
+  url = memory_file_system.fresh_directory("beam")
+  summary = beam_pipeline.run_conversion(tmp_path / "npz", url, in_process(), shard_bytes=4000)
+  assert memory_file_system.tree_bytes(url) == memory_file_system.tree_bytes(tmp_path / "single")
+  assert summary.graphs_written == 8 and summary.groups[0]["directory"].startswith(url + "/")
 
 
 def test_raw_protos_are_featurized_then_converted_like_their_npz_files(tmp_path):

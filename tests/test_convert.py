@@ -12,9 +12,10 @@ import time
 import numpy as np
 import pytest
 
+import memory_file_system
 import sample_data
 import tile_test_data
-from tpu_graphs.data import convert, graphs
+from tpu_graphs.data import convert, graphs, storage
 
 
 def copy_sample_subset(destination):
@@ -46,7 +47,7 @@ def test_manifest_counts_every_graph_and_config(tmp_path):
   [entry] = [g for s in manifest["shards"] for g in s["graphs"]]
   assert entry["graph_id"] == "unet_3d.4x4.bf16"
   assert (entry["nodes"], entry["edges"], entry["configs"], entry["chunks"]) == (3163, 5112, 1965, 4)
-  assert entry["source_sha256"] == convert.file_sha256(source / "layout/xla/default/valid/unet_3d.4x4.bf16.npz")
+  assert entry["source_sha256"] == storage.sha256(source / "layout/xla/default/valid/unet_3d.4x4.bf16.npz")
   assert {(g["collection"], g["split"]) for g in summary.groups} == {
       ("tile:xla", "test"), ("tile:xla", "train"), ("tile:xla", "valid"),
       ("layout:xla:default", "train"), ("layout:xla:default", "valid")}
@@ -60,6 +61,17 @@ def test_rerun_skips_finished_shards(tmp_path):
   again = convert.convert_directory(source, tmp_path / "out", shard_bytes=4000, progress=False)
   assert again.graphs_written == 0 and again.graphs_skipped == 10
   assert tree_bytes(tmp_path / "out") == before
+
+
+def test_conversion_into_an_in_memory_file_system_writes_the_local_bytes_and_resumes(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  convert.convert_directory(source, tmp_path / "local", configs_per_chunk=300, shard_bytes=4000, progress=False)
+  url = memory_file_system.fresh_directory("records")
+  summary = convert.convert_directory(source, url, configs_per_chunk=300, shard_bytes=4000, progress=False)
+  assert memory_file_system.tree_bytes(url) == memory_file_system.tree_bytes(tmp_path / "local")
+  assert summary.groups[0]["directory"].startswith(url + "/")
+  again = convert.convert_directory(source, url, configs_per_chunk=300, shard_bytes=4000, progress=False)
+  assert again.graphs_written == 0 and again.graphs_skipped == 10
 
 
 def test_rerun_from_a_narrower_root_reuses_the_shards(tmp_path):

@@ -4,6 +4,7 @@ import shutil
 import sys
 
 import pytest
+import tensorflow as tf
 
 import sample_data
 from tpu_graphs.data import convert, readers
@@ -52,6 +53,31 @@ def test_training_order_is_a_function_of_the_seed(records_root):
                        for g in readers.training_dataset(directory, 8, seed=seed)]
   assert draw(3) == draw(3)
   assert draw(3) != draw(4)
+
+
+def _config_draws(dataset, threads=None) -> list:
+  """[(graph id, config indices)] of every element, read with a private pool of `threads` threads."""
+  if threads:
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = threads
+    dataset = dataset.with_options(options)
+  return [(g.context["graph_id"].numpy()[0], g.node_sets["config"]["config_index"].numpy().tolist()) for g in dataset]
+
+
+def test_interleaved_parallel_reading_gives_the_same_elements_in_the_same_order(records_root):
+  directory = records_root / "tile/xla/test"
+  assert len(readers.read_manifest(directory)["shards"]) > 1  # interleaved: several shards read at a time
+  parallel = _config_draws(readers.training_dataset(directory, 8, seed=3))
+  assert parallel == _config_draws(readers.training_dataset(directory, 8, seed=3))
+  assert parallel == _config_draws(readers.training_dataset(directory, 8, seed=3), threads=1)
+  assert len(parallel) == sum(g["chunks"] for shard in readers.read_manifest(directory)["shards"] for g in shard["graphs"])
+
+
+def test_evaluation_reads_graphs_in_file_order(records_root):
+  directory = records_root / "tile/xla/test"
+  in_files = [g["graph_id"] for shard in readers.read_manifest(directory)["shards"] for g in shard["graphs"]]
+  read = [graph_id.decode() for graph_id, _ in _config_draws(readers.evaluation_dataset(directory))]
+  assert list(dict.fromkeys(read)) == in_files
 
 
 def test_repeated_passes_sample_fresh_configs_from_every_chunk(records_root):

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import sample_data
 import tile_test_data
-from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.data import graphs, locations, npz, records
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import tasks, trainer
@@ -76,6 +76,41 @@ def test_plain_signature_equals_in_memory_model_on_real_tile_files(tile_run):
     assert served.shape == (graph.num_configs,)
     np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
     assert np.ptp(served) > 0  # the configs are told apart
+
+
+def _plain_arrays(graph: graphs.Graph) -> list:
+  arrays = [graph.node_feat, graph.node_opcode, graph.edge_index]
+  arrays += [graph.config_feat] if isinstance(graph, graphs.TileGraph) else [graph.node_config_ids,
+                                                                              graph.node_config_feat]
+  return [tf.constant(array) for array in arrays]
+
+
+def test_plain_scoring_function_compiles_under_xla_to_the_same_scores(tile_run):
+  run_dir, _ = tile_run
+  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  compiled = tf.function(loaded.score, jit_compile=True)  # as a compiler would AOT-compile it
+  for relative in REAL_TILE_FILES:  # 25 to 2,951 configs: no full chunk, and several
+    arrays = _plain_arrays(npz.read_graph(sample_data.require_sample(relative)))
+    np.testing.assert_allclose(compiled(*arrays)["scores"].numpy(), loaded.score(*arrays)["scores"].numpy(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_layout_scoring_function_without_pruning_compiles_under_xla(tmp_path):
+  graph = npz.read_graph(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0])
+  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:300], config_runtime=graph.config_runtime[:300])
+  example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
+                                             node_config_ids=graph.node_config_ids,
+                                             node_config_feat=graph.node_config_feat[:2])
+  scorer = layout_model.build_layout_model(
+      example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
+      units=16, num_layers=2)
+  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), tmp_path)  # no pruning: its sizes depend on data
+  loaded = tf.saved_model.load(str(tmp_path / saved_model.EXPORT_DIR_NAME))
+  arrays = _plain_arrays(graph)
+  served = loaded.score(*arrays)["scores"].numpy()
+  np.testing.assert_allclose(tf.function(loaded.score, jit_compile=True)(*arrays)["scores"].numpy(), served,
+                             rtol=1e-4, atol=1e-4)
+  assert served.shape == (300,) and np.ptp(served) > 0
 
 
 def test_examples_signature_scores_serialized_graphs_in_order(tile_run):

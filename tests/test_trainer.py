@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import memory_file_system
 import tile_test_data
+from tpu_graphs.export import saved_model
 from tpu_graphs.models import tile_model
-from tpu_graphs.data import locations, npz
+from tpu_graphs.data import convert, locations, npz, storage
 from tpu_graphs.train import experiments, metrics, scoring, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
@@ -67,6 +69,29 @@ def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp
     assert graph_key.startswith("tile:xla:test_kernel_")
     indices = [int(i) for i in top.split(";")]
     assert len(indices) == 5 == len(set(indices)) and all(0 <= i < 24 for i in indices)
+
+
+def test_run_reads_records_and_writes_its_directory_on_an_in_memory_file_system(tmp_path):
+  npz_root = tile_test_data.write_tile_tree(tmp_path, {"train": 8, "valid": 3, "test": 2})
+  url = memory_file_system.fresh_directory("run")
+  convert.convert_directory(npz_root, storage.join(url, "records"), progress=False)
+  records = storage.join(url, "records", "tile", "xla")
+  config = trainer.TrainingConfig(train_dir=storage.join(records, "train"), valid_dir=storage.join(records, "valid"),
+                                  test_dir=storage.join(records, "test"), out_dir=storage.join(url, "tiles"),
+                                  epochs=2, batch_size=4, configs_per_graph=8, verbose=0)
+  result = trainer.run(tasks.TileTask(), _build, config, exporters=[saved_model.export_to_run_directory])
+  run_dir = config.out_dir
+  assert json.loads(storage.read_text(storage.join(run_dir, "metrics.json")))["epochs_run"] == 2 == result["epochs_run"]
+  assert storage.read_text(storage.join(run_dir, "predictions.csv")).startswith("ID,TopConfigs\ntile:xla:test_kernel_")
+  assert {"config.json", "history.json", "checkpoints", "logs", "model", "export"} <= {
+      name.rstrip("/") for name in tf.io.gfile.listdir(run_dir)}
+  served = tf.saved_model.load(storage.join(run_dir, "export")).signatures[saved_model.PLAIN_SIGNATURE]
+  graph = npz.read_graph(sorted((npz_root / "tile/xla/valid").glob("*.npz"))[0])
+  scores = served(node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
+                  edge_index=tf.constant(graph.edge_index), config_feat=tf.constant(graph.config_feat))["scores"]
+  assert scores.shape == (graph.num_configs,)
+  again = trainer.run(tasks.TileTask(), _build, config)  # resumes: nothing left to train
+  assert again["epochs_run"] == 2 and again["history"] == result["history"]
 
 
 def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):

@@ -11,8 +11,10 @@ calling the converter's own functions on Beam workers:
 
 The featurized npz files go to npz_dir/<collection path>/<split>/<graph id>.npz, so the npz
 tree may also hold files from elsewhere; all of it is converted. Finished shards are skipped on
-a rerun, as by convert_directory. Workers read and write the directories by path: with several
-machines (Dataflow, Flink, Spark) they must be a file system every worker mounts at that path.
+a rerun, as by convert_directory. The output directory may be a URL of any file system
+tf.io.gfile serves (gs://, s3://, hdfs://; ram:// in tests), written atomically
+(tpu_graphs/data/storage.py); the npz directory is read by path, so with several machines
+(Dataflow, Flink, Spark) it must be a file system every worker mounts at that path.
 
 The runner is whatever the PipelineOptions say: DirectRunner with `--direct_num_workers` and
 `--direct_running_mode=multi_processing` on one machine, or any other Beam runner.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
+import os
 import pathlib
 from typing import Optional
 
@@ -30,7 +33,7 @@ import apache_beam as beam
 from apache_beam.metrics import metric
 from apache_beam.options import pipeline_options
 
-from tpu_graphs.data import convert, graphs, npz, records
+from tpu_graphs.data import convert, graphs, npz, records, storage
 from tpu_graphs.hlo import featurize
 
 METRICS_NAMESPACE = "tpu_graphs.conversion"
@@ -78,35 +81,36 @@ def _require_distinct_outputs(featurized: list[tuple[str, str]]) -> None:
     first_source[npz_path] = pb_path
 
 
-def plan_conversion(npz_dir: pathlib.Path, output_dir: pathlib.Path, shard_bytes: int) -> list[PlannedShard]:
+def plan_conversion(npz_dir: pathlib.Path, output_dir: str, shard_bytes: int) -> list[PlannedShard]:
   """Every shard convert_directory would write for npz_dir, with its output folder prepared.
 
   Runs as one element, before any shard is written, so removing stale temporaries is safe.
   """
   planned = []
   for group in convert.find_source_groups(npz_dir):
-    with convert.exclusive_shard_dir(output_dir / group.relative_dir):  # not while convert.py writes there
-      convert.prepare_shard_dir(output_dir / group.relative_dir)
+    shard_dir = storage.join(output_dir, str(group.relative_dir))
+    with convert.exclusive_shard_dir(shard_dir):  # not while convert.py writes there
+      convert.prepare_shard_dir(shard_dir)
     shards = convert.plan_shards(group.files, shard_bytes)
     planned += [PlannedShard(group.collection, group.split, group.relative_dir, index, len(shards), tuple(files))
                 for index, files in enumerate(shards)]
   return planned
 
 
-def _convert_planned_shard(shard: PlannedShard, output_dir: pathlib.Path, settings: dict):
+def _convert_planned_shard(shard: PlannedShard, output_dir: str, settings: dict):
   """((collection, split, relative dir), (index, shard json)) after writing or reusing the shard."""
   content, written = convert.convert_shard(shard.collection, shard.split, shard.files, shard.index, shard.count,
-                                           output_dir / shard.relative_dir, settings,
+                                           storage.join(output_dir, str(shard.relative_dir)), settings,
                                            on_graph=_GRAPHS_WRITTEN.inc)
   if not written:
     _GRAPHS_SKIPPED.inc(len(shard.files))
   return (shard.collection, shard.split, str(shard.relative_dir)), (shard.index, content)
 
 
-def _write_group_manifest(keyed_shards, output_dir: pathlib.Path, settings: dict) -> None:
+def _write_group_manifest(keyed_shards, output_dir: str, settings: dict) -> None:
   (collection, split, relative_dir), indexed = keyed_shards
   shards = [content for _, content in sorted(indexed, key=lambda pair: pair[0])]
-  convert.write_manifest(output_dir / relative_dir, collection, split, settings, shards)
+  convert.write_manifest(storage.join(output_dir, relative_dir), collection, split, settings, shards)
 
 
 def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: Optional[str] = None,
@@ -120,7 +124,8 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
   ValueError for an unknown labelled_split; bad input files fail the pipeline's run with the
   converter's or featurizer's error, which names the file.
   """
-  npz_dir, output_dir = pathlib.Path(npz_dir).absolute(), pathlib.Path(output_dir).absolute()
+  npz_dir = pathlib.Path(npz_dir).absolute()
+  output_dir = os.path.abspath(output_dir) if storage.is_local(output_dir) else os.fspath(output_dir)
   settings = convert.conversion_settings(configs_per_chunk, chunk_bytes)
   if labelled_split not in graphs.SPLITS:
     raise ValueError(f"labelled_split {labelled_split!r} is not one of {graphs.SPLITS}")
@@ -162,8 +167,8 @@ def run_conversion(npz_dir, output_dir, options: pipeline_options.PipelineOption
     counts[counter.key.metric.name] = counts.get(counter.key.metric.name, 0) + value
   summaries = []
   for group in convert.find_source_groups(npz_dir):
-    shard_dir = pathlib.Path(output_dir) / group.relative_dir
-    shards = json.loads((shard_dir / "manifest.json").read_text())["shards"]
+    shard_dir = storage.join(output_dir, str(group.relative_dir))
+    shards = json.loads(storage.read_text(storage.join(shard_dir, "manifest.json")))["shards"]
     summaries.append(convert.group_summary(group, shard_dir, shards))
   return convert.ConversionSummary(groups=summaries, graphs_written=counts.get("graphs_written", 0),
                                    graphs_skipped=counts.get("graphs_skipped", 0))

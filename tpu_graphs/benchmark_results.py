@@ -18,7 +18,7 @@ import platform
 import shlex
 import sys
 
-from tpu_graphs.data import locations, npz
+from tpu_graphs.data import locations, storage
 
 RESULTS_DIR = locations.REPOSITORY / "benchmarks" / "results"
 
@@ -48,7 +48,7 @@ def write(benchmark: str, title: str, body: str, path=None) -> pathlib.Path:
   text = (f"{title} (`benchmarks/{benchmark}.py`), {datetime.date.today()}, on {machine()}.\n"
           f"Command: `{command(benchmark)}`\n\n{body.rstrip()}\n")
   path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary:
+  with storage.atomic_path(path) as temporary:
     pathlib.Path(temporary).write_text(text)
   print(text, end="", flush=True)
   print(f"\nwritten to {path}")

@@ -37,6 +37,8 @@ TRAINING_FLAGS = {
     "patience": flags.DEFINE_integer("patience", None, "Epochs without a better validation primary metric before "
                                      "stopping."),
     "seed": flags.DEFINE_integer("seed", None, "Seed of initialization and config sampling."),
+    "jit_compile": flags.DEFINE_bool("jit_compile", None, "Train as on a TPU on any device: inputs padded to static "
+                                     "sizes and an XLA-compiled step (recorded in config.json)."),
 }
 # Model setting (of either kind) -> its override flag.
 MODEL_FLAGS = {

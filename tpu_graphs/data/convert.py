@@ -33,7 +33,7 @@ from typing import Callable, Optional
 from absl import logging
 import tensorflow as tf
 
-from tpu_graphs.data import errors, graphs, npz, records
+from tpu_graphs.data import errors, graphs, npz, records, storage
 
 FORMAT_VERSION = 2  # 2: shard jsons record the sizes of their record files
 RECORD_COMPRESSION = "GZIP"
@@ -85,14 +85,6 @@ def plan_shards(files, shard_bytes: int = DEFAULT_SHARD_BYTES) -> list[list[path
   return shards
 
 
-def file_sha256(path) -> str:
-  digest = hashlib.sha256()
-  with open(path, "rb") as stream:
-    for block in iter(lambda: stream.read(1 << 20), b""):
-      digest.update(block)
-  return digest.hexdigest()
-
-
 def _shard_name(kind: str, index: int, count: int, suffix: str) -> str:
   return f"{kind}-{index:05d}-of-{count:05d}{suffix}"
 
@@ -103,9 +95,18 @@ def conversion_settings(configs_per_chunk: int, chunk_bytes: int) -> dict:
 
 
 @contextlib.contextmanager
-def exclusive_shard_dir(shard_dir: pathlib.Path):
+def exclusive_shard_dir(shard_dir):
   """Holds shard_dir's lock (created with the folder) for the block; waits while another converter
-  holds it. The lock is the kernel's (flock), so a killed converter never leaves it held."""
+  holds it. The lock is the kernel's (flock), so a killed converter never leaves it held.
+
+  Only local folders have such a lock: on other file systems (gs://, ram://) the folder is created
+  and one converter at a time must write it.
+  """
+  if not storage.is_local(shard_dir):
+    tf.io.gfile.makedirs(shard_dir)
+    yield
+    return
+  shard_dir = pathlib.Path(shard_dir)
   shard_dir.mkdir(parents=True, exist_ok=True)
   with open(shard_dir / ".convert.lock", "a") as lock:
     try:
@@ -116,17 +117,17 @@ def exclusive_shard_dir(shard_dir: pathlib.Path):
     yield
 
 
-def prepare_shard_dir(shard_dir: pathlib.Path) -> None:
+def prepare_shard_dir(shard_dir) -> None:
   """Creates shard_dir and removes the temporaries a conversion killed mid-write left there.
 
   Call it before any shard of the directory is written, never while one is being written.
   """
-  shard_dir.mkdir(parents=True, exist_ok=True)
-  for stale in shard_dir.glob(".*.tmp"):
-    stale.unlink()
+  tf.io.gfile.makedirs(os.fspath(shard_dir))
+  for stale in tf.io.gfile.glob(storage.join(shard_dir, ".*.tmp")):
+    tf.io.gfile.remove(stale)
 
 
-def convert_shard(collection: str, split: str, files, index: int, count: int, shard_dir: pathlib.Path,
+def convert_shard(collection: str, split: str, files, index: int, count: int, shard_dir,
                   settings: dict,
                   on_graph: Callable[[], None] = lambda: None) -> tuple[dict, bool]:
   """Writes shard `index` of `count` from `files` unless it is finished; returns (its json, written).
@@ -135,8 +136,8 @@ def convert_shard(collection: str, split: str, files, index: int, count: int, sh
   and split, with their sha256) and settings and its record files exist, wherever the input tree
   was rooted. on_graph is called after each graph written.
   """
-  sources = [{"name": p.name, "sha256": file_sha256(p)} for p in files]
-  json_path = shard_dir / _shard_name("shard", index, count, ".json")
+  sources = [{"name": p.name, "sha256": storage.sha256(p)} for p in files]
+  json_path = storage.join(shard_dir, _shard_name("shard", index, count, ".json"))
   shard, problem = _finished_shard(json_path, settings, sources)
   if shard is not None:
     return shard, False
@@ -145,32 +146,33 @@ def convert_shard(collection: str, split: str, files, index: int, count: int, sh
   return _write_shard(collection, split, files, shard_dir, index, count, settings, sources, on_graph), True
 
 
-def write_manifest(shard_dir: pathlib.Path, collection: str, split: str, settings: dict,
+def write_manifest(shard_dir, collection: str, split: str, settings: dict,
                    shards: list[dict]) -> None:
   """Writes shard_dir/manifest.json listing `shards` (their jsons, in shard order)."""
   manifest = {"format_version": FORMAT_VERSION, "collection": collection, "split": split,
               "settings": settings, "compression": RECORD_COMPRESSION, "shards": shards}
-  _write_json(shard_dir / "manifest.json", manifest)
+  _write_json(storage.join(shard_dir, "manifest.json"), manifest)
 
 
-def group_summary(group: SourceGroup, shard_dir: pathlib.Path, shards: list[dict]) -> dict:
+def group_summary(group: SourceGroup, shard_dir, shards: list[dict]) -> dict:
   """One row of a ConversionSummary: what the shards of one collection and split hold."""
   return {
       "collection": group.collection, "split": group.split, "graphs": len(group.files),
       "shards": len(shards), "configs": sum(g["configs"] for s in shards for g in s["graphs"]),
-      "record_bytes": sum(os.path.getsize(shard_dir / s[k]) for s in shards
+      "record_bytes": sum(tf.io.gfile.stat(storage.join(shard_dir, s[k])).length for s in shards
                           for k in ("structure_file", "configs_file")),
       "npz_bytes": sum(p.stat().st_size for p in group.files),
-      "directory": str(shard_dir),
+      "directory": os.fspath(shard_dir),
   }
 
 
-def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, index: int, count: int,
+def _write_shard(collection: str, split: str, files, shard_dir, index: int, count: int,
                  settings: dict, sources: list[dict], on_graph: Callable[[], None]) -> dict:
   """Writes one shard's two record files, then its json; returns the json's content."""
   options = tf.io.TFRecordOptions(compression_type=RECORD_COMPRESSION)
-  structure_path = shard_dir / _shard_name("structure", index, count, ".tfrecord.gz")
-  configs_path = shard_dir / _shard_name("configs", index, count, ".tfrecord.gz")
+  structure_file = _shard_name("structure", index, count, ".tfrecord.gz")
+  configs_file = _shard_name("configs", index, count, ".tfrecord.gz")
+  structure_path, configs_path = storage.join(shard_dir, structure_file), storage.join(shard_dir, configs_file)
   entries = []
   with _record_writer(structure_path, options) as structure_writer, \
       _record_writer(configs_path, options) as configs_writer:
@@ -193,23 +195,23 @@ def _write_shard(collection: str, split: str, files, shard_dir: pathlib.Path, in
   shard = {
       "format_version": FORMAT_VERSION, "collection": collection, "split": split,
       "settings": settings, "compression": RECORD_COMPRESSION,
-      "structure_file": structure_path.name, "configs_file": configs_path.name,
-      "structure_sha256": file_sha256(structure_path), "configs_sha256": file_sha256(configs_path),
-      "structure_bytes": structure_path.stat().st_size, "configs_bytes": configs_path.stat().st_size,
+      "structure_file": structure_file, "configs_file": configs_file,
+      "structure_sha256": storage.sha256(structure_path), "configs_sha256": storage.sha256(configs_path),
+      "structure_bytes": tf.io.gfile.stat(structure_path).length, "configs_bytes": tf.io.gfile.stat(configs_path).length,
       "graphs": entries,
   }
-  _write_json(shard_dir / _shard_name("shard", index, count, ".json"), shard)
+  _write_json(storage.join(shard_dir, _shard_name("shard", index, count, ".json")), shard)
   return shard
 
 
 @contextlib.contextmanager
-def _record_writer(path: pathlib.Path, options: tf.io.TFRecordOptions):
+def _record_writer(path, options: tf.io.TFRecordOptions):
   """A TFRecordWriter on a temporary beside `path`, renamed onto it if the block succeeds.
 
   TensorFlow reports a failed write (a full disk) as an OpError naming the temporary; it becomes an
   OSError naming `path`, like every other output error.
   """
-  with npz.atomic_path(path) as temporary:
+  with storage.atomic_path(path) as temporary:
     try:
       with tf.io.TFRecordWriter(str(temporary), options) as writer:
         yield writer
@@ -219,33 +221,34 @@ def _record_writer(path: pathlib.Path, options: tf.io.TFRecordOptions):
       raise OSError(errno.EIO, error.message.rsplit("; ", 1)[-1], str(path)) from None
 
 
-def _write_json(path: pathlib.Path, content) -> None:
-  with npz.atomic_path(path) as temporary:
-    temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+def _write_json(path, content) -> None:
+  storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-def _finished_shard(json_path: pathlib.Path, settings: dict, sources: list[dict]) -> tuple[Optional[dict], str]:
+def _finished_shard(json_path, settings: dict, sources: list[dict]) -> tuple[Optional[dict], str]:
   """(the shard's json, "") if it was completed from the same sources and settings and its record
   files are intact; else (None, why not), why being "" when the shard was never finished."""
   try:
-    shard = json.loads(json_path.read_text())
+    shard = json.loads(storage.read_text(json_path))
   except FileNotFoundError:
     return None, ""
-  except (OSError, ValueError) as error:
+  except (OSError, ValueError, tf.errors.OpError) as error:
     return None, f"unreadable ({error})"
   if shard.get("format_version") != FORMAT_VERSION or shard.get("settings") != settings:
     return None, "written by another format version or with other settings"
   if [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] != [(s["name"], s["sha256"]) for s in sources]:
     return None, "its source files changed"
   for kind in ("structure", "configs"):
-    path = json_path.parent / shard[f"{kind}_file"]
-    problem = errors.regular_file_problem(path)
+    name = shard[f"{kind}_file"]
+    path = storage.join(os.path.dirname(json_path), name)
+    problem = storage.file_problem(path)
     if problem:
-      return None, f"{path.name}: {problem}"
-    if path.stat().st_size != shard[f"{kind}_bytes"]:
-      return None, f"{path.name} has {path.stat().st_size} bytes, {shard[f'{kind}_bytes']} were written"
-    if file_sha256(path) != shard[f"{kind}_sha256"]:
-      return None, f"{path.name} does not have the sha256 that was written"
+      return None, f"{name}: {problem}"
+    size = tf.io.gfile.stat(path).length
+    if size != shard[f"{kind}_bytes"]:
+      return None, f"{name} has {size} bytes, {shard[f'{kind}_bytes']} were written"
+    if storage.sha256(path) != shard[f"{kind}_sha256"]:
+      return None, f"{name} does not have the sha256 that was written"
   return shard, ""
 
 
@@ -262,10 +265,12 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
                       progress: bool = True) -> ConversionSummary:
   """Converts every npz file below input_dir into sharded GraphTensor records under output_dir.
 
+  output_dir may be a URL of any file system tf.io.gfile serves (gs://, s3://, hdfs://, ram://).
+
   Raises GraphFileError for the first invalid input file, before or while writing its shard;
   shards finished before it stay valid and are skipped by the next run.
   """
-  input_dir, output_dir = pathlib.Path(input_dir), pathlib.Path(output_dir)
+  input_dir = pathlib.Path(input_dir)
   settings = conversion_settings(configs_per_chunk, chunk_bytes)
   groups = find_source_groups(input_dir)
   total = sum(len(g.files) for g in groups)
@@ -279,7 +284,7 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
     bar.update(done)
 
   for group in groups:
-    shard_dir = output_dir / group.relative_dir
+    shard_dir = storage.join(output_dir, str(group.relative_dir))
     with exclusive_shard_dir(shard_dir):
       prepare_shard_dir(shard_dir)
       planned = plan_shards(group.files, shard_bytes)

@@ -35,6 +35,7 @@ from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.data import storage
 
 RELEASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
 _CHUNK_BYTES = 1 << 20
@@ -116,7 +117,7 @@ def extract_archive(tar_path: Union[str, os.PathLike], dest: Union[str, os.PathL
           continue
         target = dest / posixpath.normpath(member.name)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with npz.atomic_path(target) as temporary, archive.extractfile(member) as source, \
+        with storage.atomic_path(target) as temporary, archive.extractfile(member) as source, \
             open(temporary, "wb") as sink:
           shutil.copyfileobj(source, sink, _CHUNK_BYTES)
         extracted.append(target)
@@ -248,7 +249,7 @@ class Downloader:
         self._say(f"{name}: kept from an earlier run but corrupt, moved it to {aside}; fetching it again: {error}\n")
     record = {"archive": name, "url": remote.url, "size": remote.size, "md5": remote.md5,
               "files": {path.relative_to(self.dest).as_posix(): path.stat().st_size for path in files}}
-    with npz.atomic_path(self.marker_path(name)) as temporary:
+    with storage.atomic_path(self.marker_path(name)) as temporary:
       temporary.write_text(json.dumps(record, indent=1, sort_keys=True))
     tar_path.unlink()
     self._say(f"{name}: installed {len(files)} files\n")

@@ -10,6 +10,7 @@ real location (symlinks resolved), so it is the same in a checkout and in Bazel'
 
 import os
 import pathlib
+import subprocess
 
 from tpu_graphs.data import errors
 
@@ -37,3 +38,9 @@ def sample_path(relative_path: str = "") -> pathlib.Path:
   if not path.exists():
     raise errors.InputError(missing_sample(path))
   return path
+def checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
+  """The repository at `commit`, extracted with git archive into `into` (benchmarks compare commits)."""
+  archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", commit], capture_output=True, check=True).stdout
+  into.mkdir(parents=True)
+  subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+  return into

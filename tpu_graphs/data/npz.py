@@ -9,20 +9,17 @@ interrupted write never leaves a half file under the final name.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import io
 import math
 import os
 import pathlib
-import tempfile
 import zipfile
 import zlib
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
-from tpu_graphs.data import errors, graphs
+from tpu_graphs.data import errors, graphs, storage
 
 # Arrays that scale with the number of configs and may be streamed instead of loaded.
 CONFIG_FEATURE_ARRAYS = ("config_feat", "node_config_feat")
@@ -183,7 +180,7 @@ def write_npz(path: Union[str, os.PathLike], arrays: dict[str, Union[np.ndarray,
   """
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
-  with atomic_path(path) as temporary:
+  with storage.atomic_path(path) as temporary:
     compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with zipfile.ZipFile(temporary, "w", compression=compression, allowZip64=True) as archive:
       for name, value in arrays.items():
@@ -221,35 +218,3 @@ def _write_chunked(stream, shape, dtype, chunk_source: ChunkSource) -> None:
 def write_graph(path: Union[str, os.PathLike], graph: graphs.Graph) -> None:
   """Writes a validated graph in the dataset's npz format."""
   write_npz(path, graphs.graph_arrays(graph))
-
-
-@contextlib.contextmanager
-def atomic_path(path: Union[str, os.PathLike]):
-  """Yields a temporary path beside `path`; renames it onto `path` only if the block succeeds.
-
-  An existing `path` that is not a regular file (a directory, a FIFO, a device such as /dev/full)
-  is refused, never replaced. OSErrors (a missing folder, a full disk) name `path`, not the
-  temporary, which means nothing to a user.
-  """
-  path = pathlib.Path(path)
-  if os.path.lexists(path) and not os.path.islink(path):
-    problem = errors.regular_file_problem(path)
-    if problem:
-      raise FileExistsError(errno.EEXIST, f"{problem}; refusing to replace it", str(path))
-  try:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-  except OSError as error:
-    raise OSError(error.errno, error.strerror, str(path.parent)) from None
-  os.close(handle)
-  umask = os.umask(0)
-  os.umask(umask)
-  os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; finished files get the usual mode
-  try:
-    yield pathlib.Path(temporary)
-    os.replace(temporary, path)
-  except BaseException as error:
-    with contextlib.suppress(FileNotFoundError):
-      os.unlink(temporary)
-    if isinstance(error, OSError) and error.errno and error.filename in (None, temporary):
-      raise OSError(error.errno, error.strerror, str(path)) from None
-    raise

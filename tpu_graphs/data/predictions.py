@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
 import pathlib
 from typing import Iterable, Iterator
 
-from tpu_graphs.data import errors, graphs, npz
+import tensorflow as tf
+
+from tpu_graphs.data import errors, graphs, storage
 
 HEADER = ("ID", "TopConfigs")
 
@@ -82,9 +85,8 @@ def read_predictions(path) -> list[Prediction]:
 
 def write_predictions(path, predictions: Iterable[Prediction]) -> None:
   """Writes the rows in the order given, atomically."""
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary, open(temporary, "w", newline="") as stream:
+  tf.io.gfile.makedirs(os.path.dirname(os.fspath(path)) or ".")
+  with storage.atomic_write(path) as stream:  # a local path or a URL (gs://...)
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(HEADER)
     for prediction in predictions:

@@ -10,65 +10,79 @@ structure record, before the structure is repeated for its chunks.
 * `evaluation_dataset`: every config of every graph, chunk by chunk, in file order.
 * `training_dataset`: per chunk, `configs_per_graph` configs sampled without replacement; fully
   determined by `seed`, so an epoch can be replayed exactly (kill-and-resume training).
+
+Training reads shards interleaved, several at a time (evaluation in file order), and records are parsed, transformed and sampled by
+parallel maps (tf.data's AUTOTUNE picks the parallelism); every parallel stage is deterministic,
+so the elements come in the same order whatever the parallelism (same seed, same batches).
 """
 
 from __future__ import annotations
 
 import json
-import pathlib
 from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import convert, graphs, records
+from tpu_graphs.data import convert, graphs, records, storage
 
 
 def read_manifest(records_dir) -> dict:
   """The manifest.json of one converted collection and split."""
-  path = pathlib.Path(records_dir) / "manifest.json"
+  path = storage.join(records_dir, "manifest.json")
   try:
-    return json.loads(path.read_text())
+    return json.loads(storage.read_text(path))
   except FileNotFoundError:
     raise FileNotFoundError(f"{path}: no manifest; convert the npz files first (baselines/convert.py)") from None
 
 
 StructureTransform = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
+# Every parallel map: as many calls as tf.data finds useful, results in input order.
+PARALLEL = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
+# Shards read at a time: their elements alternate, one from each in turn.
+INTERLEAVED_SHARDS = 4
 
 
 def _shard_dataset(kind: str, structure_file: str, configs_file: str,
                    structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
   """(structure, chunk) GraphTensor pairs of one shard, in order."""
   parse = lambda serialized: records.parse(kind, serialized)
-  structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse)
+  structures = tf.data.TFRecordDataset(structure_file, convert.RECORD_COMPRESSION).map(parse, **PARALLEL)
   if structure_transform is not None:  # once per graph, also when the pairs are repeated
-    structures = structures.map(structure_transform).cache()
+    structures = structures.map(structure_transform, **PARALLEL).cache()
   structures = structures.flat_map(
       lambda g: tf.data.Dataset.from_tensors(g).repeat(g.context["num_chunks"][0]))
-  chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse)
+  chunks = tf.data.TFRecordDataset(configs_file, convert.RECORD_COMPRESSION).map(parse, **PARALLEL)
   return tf.data.Dataset.zip((structures, chunks))
 
 
-def _pairs(records_dir, shuffle_seed: Optional[int] = None,
-           structure_transform: Optional[StructureTransform] = None) -> tuple[str, tf.data.Dataset]:
+def _pairs(records_dir, shuffle_seed: Optional[int] = None, structure_transform: Optional[StructureTransform] = None,
+           cycle_length: int = 1) -> tuple[str, tf.data.Dataset]:
+  """(kind, (structure, chunk) pairs of every shard), `cycle_length` shards read at a time."""
   manifest = read_manifest(records_dir)
   kind = graphs.collection_kind(manifest["collection"])
-  directory = pathlib.Path(records_dir)
-  shards = [(str(directory / s["structure_file"]), str(directory / s["configs_file"])) for s in manifest["shards"]]
+  shards = [(storage.join(records_dir, s["structure_file"]), storage.join(records_dir, s["configs_file"]))
+            for s in manifest["shards"]]
   if shuffle_seed is not None:
     order = tf.random.experimental.stateless_shuffle(tf.range(len(shards)), seed=[shuffle_seed, 0]).numpy()
     shards = [shards[i] for i in order]
-  datasets = [_shard_dataset(kind, s, c, structure_transform) for s, c in shards]
-  pairs = datasets[0]
-  for dataset in datasets[1:]:
-    pairs = pairs.concatenate(dataset)
+  if cycle_length == 1 or len(shards) == 1:  # in file order: no interleave to pay for
+    datasets = [_shard_dataset(kind, s, c, structure_transform) for s, c in shards]
+    pairs = datasets[0]
+    for dataset in datasets[1:]:
+      pairs = pairs.concatenate(dataset)
+    return kind, pairs
+  structure_files, configs_files = (list(files) for files in zip(*shards))
+  pairs = tf.data.Dataset.from_tensor_slices((structure_files, configs_files)).interleave(
+      lambda structure_file, configs_file: _shard_dataset(kind, structure_file, configs_file, structure_transform),
+      cycle_length=cycle_length, block_length=1, **PARALLEL)
   return kind, pairs
 
 
 def evaluation_dataset(records_dir, structure_transform: Optional[StructureTransform] = None) -> tf.data.Dataset:
   """Scalar GraphTensors: each graph once per chunk, with all of that chunk's configs."""
   kind, pairs = _pairs(records_dir, structure_transform=structure_transform)
-  return pairs.map(lambda structure, chunk: records.join(kind, structure, chunk))
+  return pairs.map(lambda structure, chunk: records.join(kind, structure, chunk), **PARALLEL)
 
 
 def sample_chunk(kind: str, chunk: tfgnn.GraphTensor, count: int, seed: tf.Tensor) -> tfgnn.GraphTensor:
@@ -111,7 +125,8 @@ def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buf
 
   The same seed gives the same elements in the same order; vary it per epoch.
   """
-  kind, pairs = _pairs(records_dir, shuffle_seed=seed, structure_transform=structure_transform)
+  kind, pairs = _pairs(records_dir, shuffle_seed=seed, structure_transform=structure_transform,
+                       cycle_length=INTERLEAVED_SHARDS)
   pairs = pairs.repeat(passes).enumerate()
 
   def sample_and_join(index, pair):
@@ -119,5 +134,5 @@ def training_dataset(records_dir, configs_per_graph: int, seed: int, shuffle_buf
     return records.join(kind, structure, sample_chunk(kind, chunk, configs_per_graph,
                                                       tf.stack([tf.constant(seed, tf.int64), index])))
 
-  dataset = pairs.map(sample_and_join)
+  dataset = pairs.map(sample_and_join, **PARALLEL)
   return dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=False)

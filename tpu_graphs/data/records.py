@@ -149,9 +149,13 @@ def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> t
   if kind == "layout":
     edge_sets["belongs_to"] = chunk.edge_sets["belongs_to"]
     slots = structure.node_sets["op"]["config_slot"]
-    configurable_ops = tf.boolean_mask(tf.range(tf.shape(slots, tf.int64)[0], dtype=tf.int64), slots >= 0)
-    configurable_ops = tf.gather(configurable_ops, tf.argsort(tf.boolean_mask(slots, slots >= 0)))
     num_configs = chunk.node_sets["config"].total_size
+    # The op of every config slot, in slot order; sized from shapes alone, not by a mask of the
+    # data, so that XLA (a compiled serving function) sees a static size.
+    num_slots = tf.shape(chunk.node_sets["node_config"]["feat"], tf.int64)[0] // tf.maximum(
+        tf.cast(num_configs, tf.int64), 1)
+    configurable_ops = tf.math.unsorted_segment_max(tf.range(tf.shape(slots, tf.int64)[0], dtype=tf.int64), slots,
+                                                    num_slots)
     targets = tf.tile(configurable_ops, tf.reshape(tf.cast(num_configs, tf.int32), [1]))
     edge_sets["configures"] = tfgnn.EdgeSet.from_fields(
         sizes=tf.shape(targets, tf.int64)[:1],

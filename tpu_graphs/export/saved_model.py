@@ -28,14 +28,13 @@ infinite features, a graph without nodes, a wrong feature width, arrays whose le
 
 from __future__ import annotations
 
-import pathlib
 from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import graphs, records
-from tpu_graphs.train import inputs, tasks, trainer
+from tpu_graphs.data import graphs, records, storage
+from tpu_graphs.train import inputs, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -130,23 +129,41 @@ class ServingModule(tf.Module):
     self.scorer_variables = list(scorer.variables)
 
     def scored(graph) -> tf.Tensor:
-      return scorer(graph.with_indices_dtype(inputs.INDICES_DTYPE))
+      return scorer(xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE))
 
     def scores(graph) -> dict:
       return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
 
     def chunked_scores(structure, config_features) -> tf.Tensor:
-      """Scores of all configs, CONFIGS_PER_CALL at a time, joined to the once-preprocessed structure."""
+      """Scores of all configs, CONFIGS_PER_CALL at a time, joined to the once-preprocessed structure.
+
+      Every model call sees a chunk of static size (the full chunks, then the rest), so the whole
+      function also compiles under XLA for given input shapes (a compiler may AOT-compile it).
+      """
       total = tf.shape(config_features)[0]
+      full_chunks = total // CONFIGS_PER_CALL
+      config_shape = tf.shape(config_features)[1:]
 
-      def score_chunk(start, parts):
-        chunk = records.chunk_from_arrays(kind, config_features[start:start + CONFIGS_PER_CALL], start)
-        return start + CONFIGS_PER_CALL, parts.write(parts.size(), scored(records.join(kind, structure, chunk)))
+      def score_chunk(features, start, size):
+        rows = tf.slice(features, tf.concat([[start], tf.zeros_like(config_shape)], 0),
+                        tf.concat([[size], config_shape], 0))
+        return scored(records.join(kind, structure, records.chunk_from_arrays(kind, rows, start)))
 
-      parts = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False, element_shape=[None])
-      _, parts = tf.while_loop(lambda start, _: start < total, score_chunk, (tf.constant(0), parts),
+      # XLA checks the loop body's static slice and write even when the loop never runs: fewer
+      # configs than one chunk are padded up to it (at most CONFIGS_PER_CALL rows copied), and the
+      # parts hold at least one chunk.
+      short = tf.maximum(CONFIGS_PER_CALL - total, 0)
+      at_least_a_chunk = tf.pad(config_features, tf.concat([[[0, short]], tf.zeros([config_features.shape.rank - 1, 2],
+                                                                                      tf.int32)], 0))
+
+      def score_full_chunk(chunk, parts):
+        return chunk + 1, parts.write(chunk, score_chunk(at_least_a_chunk, chunk * CONFIGS_PER_CALL, CONFIGS_PER_CALL))
+
+      parts = tf.TensorArray(tf.float32, size=tf.maximum(full_chunks, 1), element_shape=[CONFIGS_PER_CALL])
+      _, parts = tf.while_loop(lambda chunk, _: chunk < full_chunks, score_full_chunk, (tf.constant(0), parts),
                                parallel_iterations=1)  # one chunk alive at a time
-      return tf.cond(total > 0, parts.concat, lambda: tf.zeros([0], tf.float32))
+      rest_start = full_chunks * CONFIGS_PER_CALL
+      return tf.concat([tf.reshape(parts.stack()[:full_chunks], [-1]), score_chunk(config_features, rest_start, total - rest_start)], 0)
 
     def score_arrays(*arrays):
       checked = checked_arrays(kind, dict(zip(plain_input_names(kind), arrays)))
@@ -176,11 +193,10 @@ def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[P
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
   module = ServingModule(scorer, kind, preprocess)
-  trainer.save_directory(pathlib.Path(export_dir),
-                         lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
+  storage.atomic_directory(export_dir, lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
 
 
-def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir: pathlib.Path) -> None:
+def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -> None:
   """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
   per-graph preprocessing (layout pruning) inside."""
-  export(scorer, task.kind, pathlib.Path(run_dir) / EXPORT_DIR_NAME, task.structure_transform)
+  export(scorer, task.kind, storage.join(run_dir, EXPORT_DIR_NAME), task.structure_transform)

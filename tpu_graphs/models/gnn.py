@@ -24,15 +24,6 @@ def log_scaled(values: tf.Tensor) -> tf.Tensor:
   return tf.sign(values) * tf.math.log1p(tf.abs(values))
 
 
-def list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(c, 2) int64 [graph, position in its config list] of every config node: where a per-config
-  value sits in per-graph lists (b, k)."""
-  sizes = tf.cast(graph.node_sets["config"].sizes, tf.int64)
-  graph_ids = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
-  positions = tf.range(tf.reduce_sum(sizes)) - tf.gather(tf.cumsum(sizes, exclusive=True), graph_ids)
-  return tf.stack([graph_ids, positions], axis=1)
-
-
 class AddReversedEdges(tf.keras.layers.Layer):
   """Adds edge set `fed_by` (consumer -> producer) beside `feeds` (producer -> consumer)."""
 

@@ -5,9 +5,10 @@ Input: a GraphTensor of the layout schema (data/schemas/layout.pbtxt) with b com
 per config and configurable op, 18 layout values) linked by `configures` (to the op) and
 `belongs_to` (to the config). Output: scores (c,) float32, aligned with the config node set.
 
-Op states are (n, k, d): one state per op and per config slot of its graph's list (k = the longest
-list in the batch). Within one program, runtime is close to a sum of per-op layout effects plus
-copies where a producer's layout differs from what its consumer asks for (layout_features.py), so:
+Op states are (n, k, d): one state per op and per config slot of its graph's list (k: the longest
+list in the batch, or a static bound under XLA, config_lists.list_size). Within one program,
+runtime is close to a sum of per-op layout effects plus copies where a producer's layout differs
+from what its consumer asks for (layout_features.py), so:
 
 * the encoder reads layout values as categories (one embedding shared by the config values and
   the op's own default layout), adds each configurable op's cost features (layout changes, minor
@@ -34,19 +35,23 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
-from tpu_graphs.models import gnn, layout_features, layout_preprocessing
+from tpu_graphs.models import config_lists, gnn, layout_features, layout_preprocessing
 
 _LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
 
 
-def _list_size(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """Scalar int64 k: the longest config list of the batch."""
-  return tf.reduce_max(tf.concat([tf.cast(graph.node_sets["config"].sizes, tf.int64), [0]], 0))
+def node_config_rows(graph: tfgnn.GraphTensor) -> tf.Tensor:
+  """(N, 18) node_config features, one row per `configures` edge.
+
+  Under padding to static sizes the node set holds filler nodes that no edge reaches, so rows are
+  gathered along the edges: every (op, config slot) pairing below is edge-aligned.
+  """
+  return tf.gather(graph.node_sets["node_config"]["feat"], graph.edge_sets["configures"].adjacency.source)
 
 
 def _op_slot_indices(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(N, 2) int64 [op, config slot] of every node_config node."""
-  positions = gnn.list_positions(graph)[:, 1]
+  """(N, 2) int64 [op, config slot] of every `configures` edge (node_config node)."""
+  positions = config_lists.list_positions(graph)[:, 1]
   config_of = tf.cast(graph.edge_sets["belongs_to"].adjacency.target, tf.int64)
   op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int64)
   # Both edge sets list node_config nodes in order (records.join, graph_tensor_from_arrays).
@@ -54,16 +59,17 @@ def _op_slot_indices(graph: tfgnn.GraphTensor) -> tf.Tensor:
 
 
 def scatter_to_op_slots(graph: tfgnn.GraphTensor, rows: tf.Tensor) -> tf.Tensor:
-  """(n, k, w): node_config rows (N, w) placed at [op, config slot]; zeros elsewhere."""
+  """(n, k, w): rows (N, w), one per `configures` edge, placed at [op, config slot]; zeros elsewhere."""
   num_ops = tf.cast(graph.node_sets["op"].total_size, tf.int64)
-  shape = tf.concat([tf.stack([num_ops, _list_size(graph)]), tf.shape(rows, tf.int64)[1:]], 0)
+  size = tf.cast(config_lists.list_size(graph), tf.int64)
+  shape = tf.concat([tf.stack([num_ops, size]), tf.shape(rows, tf.int64)[1:]], 0)
   return tf.scatter_nd(_op_slot_indices(graph), rows, shape)
 
 
 def op_config_values(graph: tfgnn.GraphTensor) -> tuple[tf.Tensor, tf.Tensor]:
   """(n, k, 18) int32 layout values each config sets on each op (-1 where it sets none), and
   (n, k) bool whether the op is configured in that slot."""
-  values = layout_features.layout_categories(graph.node_sets["node_config"]["feat"])  # shifted: 0 = unset
+  values = layout_features.layout_categories(node_config_rows(graph))  # shifted: 0 = unset
   placed = scatter_to_op_slots(graph, tf.concat([values, tf.ones_like(values[:, :1])], axis=-1))
   return placed[..., :_LAYOUT_VALUES] - 1, placed[..., _LAYOUT_VALUES] > 0
 
@@ -138,7 +144,7 @@ class LayoutEncoder(tf.keras.layers.Layer):
     op_feat = graph.node_sets["op"]["feat"]
     default_layout = layout_features.default_layouts(op_feat)  # (n, 6)
     op_states = self._default(tf.concat([self._op_encoder(graph), self._encoded_layouts(default_layout)], axis=-1))
-    rows = graph.node_sets["node_config"]["feat"]  # (N, 18)
+    rows = node_config_rows(graph)  # (N, 18)
     row_inputs = [self._encoded_layouts(rows)]
     if "costs" in self.encodings:
       op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
@@ -236,7 +242,7 @@ class LayoutReadout(tf.keras.layers.Layer):
     states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
     per_op = tf.squeeze(self._score(self._hidden(states)), -1)  # (n, k)
     per_list = tfgnn.pool_nodes_to_context(graph, "op", "sum", feature_value=per_op)  # (b, k)
-    positions = gnn.list_positions(graph)
+    positions = config_lists.list_positions(graph)
     if self.cross_config_attention:
       pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_value=states)  # (b, k, d)
       filled = tf.scatter_nd(positions, tf.ones(tf.shape(positions)[:1], tf.bool), tf.shape(per_list, tf.int64))

@@ -8,7 +8,7 @@ Two ways to bring the config in, as in the TpuGraphs paper's baselines:
 * late join: the GNN embeds the kernel once, (b, d); each config's features are combined with
   its kernel's embedding only in the final MLP. Cheap: message passing is independent of c.
 * early join: every op state is concatenated with each config of its kernel before message
-  passing, so op states are (n, k, d) with k the most configs of any kernel in the batch.
+  passing, so op states are (n, k, d) with k the list size of config_lists.list_size.
 """
 
 from __future__ import annotations
@@ -16,14 +16,9 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.models import gnn
+from tpu_graphs.models import config_lists, gnn
 
 JOINS = ("late", "early")
-
-
-def _config_lists(graph: tfgnn.GraphTensor, values: tf.Tensor) -> tf.Tensor:
-  """Per-config values (c, ...) -> per-graph lists (b, k, ...), zero-padded to the longest."""
-  return tf.RaggedTensor.from_row_lengths(values, graph.node_sets["config"].sizes).to_tensor()
 
 
 class TileEncoder(tf.keras.layers.Layer):
@@ -44,7 +39,7 @@ class TileEncoder(tf.keras.layers.Layer):
     op_states = self._ops(graph)
     config_states = self._configs(gnn.log_scaled(graph.node_sets["config"]["feat"]))
     if self.join == "early":
-      per_graph = _config_lists(graph, config_states)  # (b, k, d)
+      per_graph = config_lists.to_lists(graph, config_states)  # (b, k, d)
       per_op = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=per_graph)  # (n, k, d)
       repeated_ops = tf.repeat(op_states[:, tf.newaxis, :], tf.shape(per_graph)[1], axis=1)
       op_states = self._joined(tf.concat([repeated_ops, per_op], axis=-1))
@@ -69,7 +64,7 @@ class TileReadout(tf.keras.layers.Layer):
     pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_name=tfgnn.HIDDEN_STATE)
     if self.join == "early":  # pooled (b, k, d): one embedding per graph and config already
       per_list = tf.squeeze(self._score(self._hidden(pooled)), -1)  # (b, k)
-      return tf.gather_nd(per_list, gnn.list_positions(graph))
+      return tf.gather_nd(per_list, config_lists.list_positions(graph))
     per_config = tfgnn.broadcast_context_to_nodes(graph, "config", feature_value=pooled)  # (c, d)
     joined = tf.concat([per_config, graph.node_sets["config"][tfgnn.HIDDEN_STATE]], axis=-1)
     return tf.squeeze(self._score(self._hidden(joined)), -1)

@@ -31,6 +31,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
+from tpu_graphs.data import storage
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import tuning_pb2
@@ -179,7 +180,7 @@ def _write_labels(root: pathlib.Path, data_path: pathlib.Path, labels: np.ndarra
   relative = data_path.relative_to(root / "npz").with_suffix(".npy")
   path = root / "test_labels" / relative
   path.parent.mkdir(parents=True, exist_ok=True)
-  with npz.atomic_path(path) as temporary, open(temporary, "wb") as stream:
+  with storage.atomic_path(path) as temporary, open(temporary, "wb") as stream:
     np.save(stream, labels, allow_pickle=False)
 
 
@@ -363,7 +364,7 @@ def generate(output_dir, scale: str = "small", seed: int = 0, architectures: Opt
         kept += 1
     if progress:
       progress(done + 1, len(todo), program.name)
-  with npz.atomic_path(root / "GENERATED.md") as temporary:
+  with storage.atomic_path(root / "GENERATED.md") as temporary:
     temporary.write_text(_README.format(
         scale=scale, seed=seed, version=GENERATOR_VERSION, programs=", ".join(p.name for p in todo),
         architectures=f" --architectures {','.join(architectures)}" if architectures else ""))

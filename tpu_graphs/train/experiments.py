@@ -17,12 +17,13 @@ experiment's training settings own the evaluation batch size.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 from typing import Callable, Optional, Sequence, Union
 
 import tensorflow as tf
 
-from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records
+from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
 from tpu_graphs.train import tasks, trainer
 
@@ -161,7 +162,7 @@ def experiment(name: str, collection: str) -> Experiment:
   return Experiment(name, collection, dict(training), model)
 
 
-def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -> pathlib.Path:
+def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -> str:
   """Converts the collection's splits as the experiment's model asks and returns its records dir.
 
   Raises GraphFileError naming the first invalid input file.
@@ -171,7 +172,8 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
   split_dirs = [source / split for split in graphs.SPLITS if (source / split).is_dir()]
   experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
-  return graphs.collection_directory(records_root, experiment.collection)
+  # records_root may be a URL (gs://...)
+  return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
 
 
 def train(experiment: Experiment, data_root, out_dir, records_dir=None,
@@ -186,13 +188,13 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
     records_dir: where converted records go; default <out_dir>/records.
     strategy, exporters, callbacks: passed to trainer.run.
   """
-  out_dir = pathlib.Path(out_dir)
-  records_root = pathlib.Path(records_dir) if records_dir else out_dir / "records"
+  out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
+  records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
   collection_records = prepare_records(experiment, data_root, records_root, out_dir)
-  test_dir = collection_records / "test"
+  test_dir = storage.join(collection_records, "test")
   config = trainer.TrainingConfig(
-      train_dir=str(collection_records / "train"), valid_dir=str(collection_records / "valid"),
-      out_dir=str(out_dir), test_dir=str(test_dir) if test_dir.is_dir() else None,
+      train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
+      out_dir=out_dir, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None,
       model=dataclasses.asdict(experiment.model),
       experiment={"name": experiment.name, "collection": experiment.collection}, **experiment.training)
   build = experiment.model.model_builder(graphs.collection_directory(data_root, experiment.collection) / "train")

@@ -15,7 +15,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import errors, readers
-from tpu_graphs.train import padding, tasks
+from tpu_graphs.train import padding, tasks, xla
 
 # Parsed records index with int32, sampled training graphs with int64; the scorer (and the model
 # exported from it) sees one dtype, the one tfgnn.parse_example gives.
@@ -25,7 +25,7 @@ INDICES_DTYPE = tf.int32
 def merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
   """Batches of `batch_size` scalar GraphTensors merged into one GraphTensor of as many components."""
   return graphs.batch(batch_size, drop_remainder=drop_remainder).map(
-      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
+      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE), **readers.PARALLEL)
 
 
 def chunk_count(records_dir) -> int:
@@ -87,7 +87,8 @@ class TrainingInputs:
     batches = datasets[0]
     for dataset in datasets[1:]:
       batches = batches.concatenate(dataset)
-    return batches.map(lambda graph: (graph, self.task.labels(graph, self.configs_per_graph))).prefetch(2)
+    return batches.map(lambda graph: (xla.model_features(graph), self.task.labels(graph, self.configs_per_graph)),
+                       **readers.PARALLEL).prefetch(tf.data.AUTOTUNE)
 
   def graph_spec(self, replicas: int = 1, static_padding: Optional[padding.Padding] = None) -> tfgnn.GraphTensorSpec:
     """Spec of one replica's merged batch: what the model is built on. Reads no records."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
+from tpu_graphs.data import readers
+
 
 class Padding:
   """Pads each merged GraphTensor to the same totals; built once per run, from its inputs."""
@@ -26,4 +28,4 @@ class Padding:
 
   def pad(self, batches: tf.data.Dataset) -> tf.data.Dataset:
     """Pads each merged GraphTensor of `batches`; the padding component comes last."""
-    return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, self.constraints)[0])
+    return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, self.constraints)[0], **readers.PARALLEL)

@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # files only; no display on servers and CI
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
-from tpu_graphs.data import npz
+from tpu_graphs.data import storage
 from tpu_graphs.train import experiments, metrics
 
 TOP_K_RANGE = tuple(range(1, 11))
@@ -47,7 +47,7 @@ def _rank01(values: np.ndarray) -> np.ndarray:
 
 
 def _save(figure, path: pathlib.Path) -> str:
-  with npz.atomic_path(path) as temporary:
+  with storage.atomic_path(path) as temporary:
     figure.savefig(temporary, format="png", dpi=110, bbox_inches="tight")
   plt.close(figure)
   return path.name
@@ -154,6 +154,6 @@ def write_report(results: Sequence[CollectionResult], out_dir, title: str = "tpu
     sections += ["## Kendall's tau per graph",
                  f"![kendall per graph]({plot_kendall_per_graph(layout, out_dir / 'kendall_per_graph.png')})"]
   path = out_dir / "report.md"
-  with npz.atomic_path(path) as temporary:
+  with storage.atomic_path(path) as temporary:
     temporary.write_text("\n\n".join(s for s in sections if s) + "\n")
   return path

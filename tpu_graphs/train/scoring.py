@@ -15,7 +15,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import predictions, readers
-from tpu_graphs.train import inputs, tasks
+from tpu_graphs.train import inputs, tasks, xla
 
 # scorer -> {task: its traced scoring function}.
 _SCORING_FUNCTIONS: "weakref.WeakKeyDictionary[tf.keras.Model, dict]" = weakref.WeakKeyDictionary()
@@ -28,9 +28,8 @@ def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.Grap
     @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
     def score(graph):
       configs = graph.node_sets["config"]
-      keys = tf.strings.join([graph.context["collection"], graph.context["graph_id"]], ":")
-      return (tf.repeat(keys, configs.sizes), configs["config_index"], task.config_runtimes(configs),
-              scorer(graph))
+      return (tf.repeat(xla.graph_keys(graph), configs.sizes), configs["config_index"], task.config_runtimes(configs),
+              scorer(xla.model_features(graph)))
     functions[task] = score
   return functions[task]
 

@@ -9,11 +9,12 @@ from the strategy alone.
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 from typing import Optional
 
 import tensorflow as tf
+
+from tpu_graphs.data import storage
 
 
 def choose_strategy(tpu: Optional[str] = None) -> tf.distribute.Strategy:
@@ -57,7 +58,7 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
   return resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
 
 
-def worker_directory(strategy: tf.distribute.Strategy, out_dir) -> pathlib.Path:
+def worker_directory(strategy: tf.distribute.Strategy, out_dir):
   """The run directory this process writes: `out_dir` for the chief, `out_dir/workers/<task_id>`
   for every other worker of a multi-worker cluster.
 
@@ -66,10 +67,9 @@ def worker_directory(strategy: tf.distribute.Strategy, out_dir) -> pathlib.Path:
   worker that skipped a save would leave the chief waiting); each writes to its own directory so
   that none clobbers the chief's, and a restarted worker resumes from its own checkpoints.
   """
-  out_dir = pathlib.Path(out_dir)
   if is_chief(strategy):
     return out_dir
-  return out_dir / "workers" / str(strategy.cluster_resolver.task_id)
+  return storage.join(out_dir, "workers", str(strategy.cluster_resolver.task_id))
 
 
 def finish(strategy: tf.distribute.Strategy) -> None:

@@ -18,14 +18,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.models import layout_preprocessing
+from tpu_graphs.models import config_lists, layout_preprocessing
 from tpu_graphs.train import losses, metrics
-
-
-def _lists(graph: tfgnn.GraphTensor, values: tf.Tensor, list_size: int, padding: float) -> tf.Tensor:
-  """Per-config values (c,) -> (b, list_size) lists in config-node order, padded with `padding`."""
-  ragged = tf.RaggedTensor.from_row_lengths(values, graph.node_sets["config"].sizes)
-  return ragged.to_tensor(default_value=padding, shape=[None, list_size])
 
 
 class Task(abc.ABC):
@@ -48,7 +42,7 @@ class Task(abc.ABC):
 
   def labels(self, graph: tfgnn.GraphTensor, list_size: int) -> tf.Tensor:
     """(b, list_size) relevance: log(max runtime of the list) - log(runtime); -1 = masked."""
-    runtimes = _lists(graph, self.config_runtimes(graph.node_sets["config"]), list_size, 0.0)
+    runtimes = config_lists.to_lists(graph, self.config_runtimes(graph.node_sets["config"]), list_size, 0.0)
     measured = runtimes > 0
     log_runtimes = tf.math.log(tf.where(measured, runtimes, 1.0))
     slowest = tf.reduce_max(tf.where(measured, log_runtimes, -np.inf), axis=1, keepdims=True)
@@ -56,7 +50,7 @@ class Task(abc.ABC):
 
   def ranking_logits(self, graph: tfgnn.GraphTensor, scores: tf.Tensor, list_size: int) -> tf.Tensor:
     """(b, list_size) logits for TF-Ranking (higher = faster) from (c,) scores (lower = faster)."""
-    return _lists(graph, -scores, list_size, 0.0)
+    return config_lists.to_lists(graph, -scores, list_size, 0.0)
 
   def settings(self) -> dict:
     """The task's constructor arguments (written to a run's config.json, so the run's graphs can be

@@ -25,8 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import pathlib
-import shutil
 import warnings
 from typing import Callable, Optional, Sequence
 
@@ -34,8 +32,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import errors, npz, predictions
-from tpu_graphs.train import inputs, padding, scoring, strategies, tasks
+from tpu_graphs.data import errors, predictions, storage
+from tpu_graphs.train import inputs, padding, scoring, strategies, tasks, xla
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +59,8 @@ class TrainingConfig:
   eval_batch_size: int = 8  # config chunks scored per evaluation step
   seed: int = 0
   verbose: int = 1  # Keras progress bar: 0 silent, 1 bar, 2 one line per epoch
+  # The TPU path on any device: inputs padded to static sizes and an XLA-compiled step (xla.py).
+  jit_compile: bool = False
   model: dict = dataclasses.field(default_factory=dict)  # the model's settings, recorded in config.json
   # The named experiment the settings were resolved from: {"name", "collection"} (train/experiments.py).
   experiment: dict = dataclasses.field(default_factory=dict)
@@ -78,9 +78,9 @@ RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "va
 
 def read_run_config(run_dir) -> Optional[dict]:
   """The content of <run_dir>/config.json; None if there is none yet."""
-  path = pathlib.Path(run_dir) / "config.json"
+  path = storage.join(run_dir, "config.json")
   try:
-    return json.loads(path.read_text())
+    return json.loads(storage.read_text(path))
   except FileNotFoundError:
     return None
   except (OSError, ValueError) as error:
@@ -104,14 +104,14 @@ def check_resumable(run_dir, run_config: dict) -> None:
   changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
              if key not in RESUMABLE_CHANGES and recorded.get(key) != wanted.get(key)]
   if changed:
-    raise RunDirectoryError(f"{pathlib.Path(run_dir) / 'config.json'}: this run was configured otherwise "
+    raise RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: this run was configured otherwise "
                             f"({'; '.join(changed)}); use another run directory or delete this one")
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
 # (final scorer, task kind "tile"/"layout", run directory) -> None: writes one more exported form
 # of the model into the run directory, e.g. tpu_graphs.export.saved_model.export_to_run_directory.
-ModelExporter = Callable[[tf.keras.Model, tasks.Task, pathlib.Path], None]
+ModelExporter = Callable[[tf.keras.Model, tasks.Task, str], None]
 
 
 class RankingModel(tf.keras.Model):
@@ -125,9 +125,8 @@ class RankingModel(tf.keras.Model):
     return self.task.ranking_logits(graph, self.scorer(graph), self.list_size)
 
 
-def _write_json(path: pathlib.Path, content) -> None:
-  with npz.atomic_path(path) as temporary:
-    temporary.write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+def _write_json(path: str, content) -> None:
+  storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
 def learning_rate(config: TrainingConfig, steps_per_epoch: int):
@@ -141,21 +140,6 @@ def learning_rate(config: TrainingConfig, steps_per_epoch: int):
         0.0 if warmup else config.learning_rate, decay_steps=total - warmup,
         warmup_target=config.learning_rate if warmup else None, warmup_steps=warmup)
   raise ValueError(f"unknown learning rate schedule {config.learning_rate_schedule!r}: expected constant or cosine")
-
-
-def save_directory(path: pathlib.Path, write: Callable[[str], None]) -> None:
-  """Has `write` fill a temporary directory beside `path`, then swaps it in for `path`."""
-  path = pathlib.Path(path)
-  temporary, previous = path.with_name(f".{path.name}.tmp"), path.with_name(f".{path.name}.old")
-  for stale in (temporary, previous):
-    if stale.exists():
-      shutil.rmtree(stale)
-  write(str(temporary))
-  if path.exists():
-    path.rename(previous)
-  temporary.rename(path)
-  if previous.exists():
-    shutil.rmtree(previous)
 
 
 class _DropMessage(logging.Filter):
@@ -196,7 +180,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
     super().__init__()
     self.task, self.scorer, self.config, self.manager = task, scorer, config, manager
     self.state, self.history = state, history
-    self.out_dir = pathlib.Path(config.out_dir)
+    self.out_dir = config.out_dir
 
   def on_epoch_end(self, epoch, logs=None):
     logs = logs if logs is not None else {}
@@ -208,7 +192,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.state["best_value"].assign(value)
       self.state["best_epoch"].assign(epoch)
       self.state["epochs_without_improvement"].assign(0)
-      self.scorer.save_weights(str(self.out_dir / "best" / "weights"))
+      self.scorer.save_weights(storage.join(self.out_dir, "best", "weights"))
     else:
       self.state["epochs_without_improvement"].assign_add(1)
     if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
@@ -216,7 +200,7 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.model.stop_training = True
     self.state["epoch"].assign(epoch + 1)
     self.history.append({"epoch": epoch, **{k: float(v) for k, v in logs.items()}})
-    _write_json(self.out_dir / "history.json", self.history)
+    _write_json(storage.join(self.out_dir, "history.json"), self.history)
     self.manager.save(checkpoint_number=epoch + 1)
 
 
@@ -239,41 +223,42 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   """
   strategy = strategy or strategies.choose_strategy()
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
-  out_dir = pathlib.Path(config.out_dir)
+  out_dir = config.out_dir  # a local path or a URL (gs://...): joined with storage.join
   run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
                 "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
   check_resumable(out_dir, run_config)
   replicas = strategy.num_replicas_in_sync
   if config.batch_size % replicas:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
-  out_dir.mkdir(parents=True, exist_ok=True)
-  _write_json(out_dir / "config.json", run_config)
+  tf.io.gfile.makedirs(out_dir)
+  _write_json(storage.join(out_dir, "config.json"), run_config)
   training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
                                           config.seed, config.steps_per_epoch)
   static_padding = None
-  if strategies.needs_static_shapes(strategy):
+  if xla.needs_padding(strategy, config.jit_compile):
     static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), config.batch_size // replicas)
 
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs.graph_spec(replicas, static_padding)
-  if static_padding is None:  # the scorer also serves evaluation and export, on any number of graphs
-    spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
+  # The scorer also serves evaluation and export, on any number of graphs.
+  spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
     model = RankingModel(scorer, task, config.configs_per_graph)
     optimizer = tf.keras.optimizers.Adam(learning_rate(config, training_inputs.steps_per_epoch))
-    model.compile(optimizer=optimizer, loss=task.loss(config.loss))
+    model.compile(optimizer=optimizer, loss=task.loss(config.loss),
+                  **xla.compile_settings(strategy, config.jit_compile, training_inputs.steps_per_epoch))
     state = {"epoch": tf.Variable(0, dtype=tf.int64), "best_value": tf.Variable(-np.inf, dtype=tf.float64),
              "best_epoch": tf.Variable(-1, dtype=tf.int64),
              "epochs_without_improvement": tf.Variable(0, dtype=tf.int64), "stopped": tf.Variable(False)}
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **state)
-  manager = tf.train.CheckpointManager(checkpoint, str(out_dir / "checkpoints"), max_to_keep=2)
+  manager = tf.train.CheckpointManager(checkpoint, storage.join(out_dir, "checkpoints"), max_to_keep=2)
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint)
   first_epoch = int(state["epoch"].numpy())
-  history_path = out_dir / "history.json"
-  history = [h for h in json.loads(history_path.read_text()) if h["epoch"] < first_epoch] \
-      if history_path.exists() else []
+  history_path = storage.join(out_dir, "history.json")
+  history = [h for h in json.loads(storage.read_text(history_path)) if h["epoch"] < first_epoch] \
+      if tf.io.gfile.exists(history_path) else []
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     batches = strategy.distribute_datasets_from_function(
@@ -281,10 +266,10 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     model.fit(batches, epochs=config.epochs, initial_epoch=first_epoch,
               steps_per_epoch=training_inputs.steps_per_epoch, verbose=config.verbose,
               callbacks=[EpochEnd(task, scorer, config, manager, state, history),
-                         tf.keras.callbacks.TensorBoard(str(out_dir / "logs")), *callbacks])
+                         tf.keras.callbacks.TensorBoard(storage.join(out_dir, "logs")), *callbacks])
 
-  if (out_dir / "best" / "weights.index").exists():
-    scorer.load_weights(str(out_dir / "best" / "weights"))
+  if tf.io.gfile.exists(storage.join(out_dir, "best", "weights.index")):
+    scorer.load_weights(storage.join(out_dir, "best", "weights"))
   result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
@@ -292,9 +277,9 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
                                                                   config.eval_batch_size))}
   if config.test_dir:
     scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
-    predictions.write_predictions(out_dir / "predictions.csv", scoring.ranked_predictions(task, scored))
-  save_directory(out_dir / "model", lambda path: save_scorer(scorer, path))
+    predictions.write_predictions(storage.join(out_dir, "predictions.csv"), scoring.ranked_predictions(task, scored))
+  storage.atomic_directory(storage.join(out_dir, "model"), lambda path: save_scorer(scorer, path))
   for exporter in exporters:
     exporter(scorer, task, out_dir)
-  _write_json(out_dir / "metrics.json", result)
+  _write_json(storage.join(out_dir, "metrics.json"), result)
   return result

@@ -1,0 +1,199 @@
+"""Files on any file system TensorFlow reaches, written atomically: the one home of file writes.
+
+Paths may be local (`out/run`) or URLs of the file systems `tf.io.gfile` serves: `gs://`, `s3://`,
+`hdfs://`, and `ram://` (TensorFlow's in-memory file system, which the tests use). pathlib mangles
+URLs (`gs://b/x` becomes `gs:/b/x`), so paths that may be URLs are joined with `join`.
+
+A write never leaves a half-written file under its final name: it goes to a temporary name beside
+the file (`.<name>.<random>.tmp`), then
+
+* where the file system renames atomically (local disks, ram://, HDFS), the temporary is renamed
+  onto the final name, so readers see the old file or the new one;
+* where it does not (object stores: gs:// and s3:// copy on rename), the temporary's sha256 is
+  recorded, it is copied onto the final name, and the copy is read back and must have the same
+  sha256 (else OSError); the temporary is then deleted.
+
+A directory (a SavedModel) is written the same way as a whole: into a temporary directory beside
+it, then swapped in (`atomic_directory`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import pathlib
+import posixpath
+import tempfile
+import uuid
+from typing import Callable, Union
+
+import tensorflow as tf
+
+from tpu_graphs.data import errors
+
+PathLike = Union[str, os.PathLike]
+# URL schemes whose file systems rename a file atomically (no scheme: the local file system).
+ATOMIC_RENAME_SCHEMES = frozenset({"", "file", "ram", "hdfs", "viewfs"})
+
+
+def scheme(path: PathLike) -> str:
+  """"gs" of gs://bucket/x, "" of a local path."""
+  text = os.fspath(path)
+  return text.split("://", 1)[0] if "://" in text else ""
+
+
+def is_local(path: PathLike) -> bool:
+  """A plain path of this machine's file system (not a URL)."""
+  return not scheme(path)
+
+
+def join(path: PathLike, *parts: str) -> str:
+  """`path`/`parts`..., for local paths and URLs alike."""
+  return posixpath.join(os.fspath(path), *parts) if not is_local(path) else os.path.join(os.fspath(path), *parts)
+
+
+def _parent_and_name(path: str) -> tuple[str, str]:
+  return posixpath.split(path) if not is_local(path) else os.path.split(path)
+
+
+def sha256(path: PathLike) -> str:
+  """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
+  digest = hashlib.sha256()
+  with tf.io.gfile.GFile(os.fspath(path), "rb") as stream:
+    for block in iter(lambda: stream.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def file_problem(path: PathLike):
+  """Why `path` cannot be read as a file (missing, a directory; locally also a FIFO or a device), or None."""
+  if is_local(path):
+    return errors.regular_file_problem(path)
+  if not tf.io.gfile.exists(os.fspath(path)):
+    return "no such file"
+  return "a directory, not a file" if tf.io.gfile.isdir(os.fspath(path)) else None
+
+
+@contextlib.contextmanager
+def _local_atomic_path(path: pathlib.Path):
+  """The local case: mkstemp beside `path`, os.replace onto it (see atomic_path)."""
+  if os.path.lexists(path) and not os.path.islink(path):
+    problem = errors.regular_file_problem(path)
+    if problem:
+      raise FileExistsError(errno.EEXIST, f"{problem}; refusing to replace it", str(path))
+  try:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+  except OSError as error:
+    raise OSError(error.errno, error.strerror, str(path.parent)) from None
+  os.close(handle)
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; finished files get the usual mode
+  try:
+    yield pathlib.Path(temporary)
+    os.replace(temporary, path)
+  except BaseException as error:
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(temporary)
+    if isinstance(error, OSError) and error.errno and error.filename in (None, temporary):
+      raise OSError(error.errno, error.strerror, str(path)) from None
+    raise
+
+
+def _commit(temporary: str, path: str) -> None:
+  """Puts the finished temporary file under `path`: a rename, or a verified copy (module docstring)."""
+  if scheme(path) in ATOMIC_RENAME_SCHEMES:
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+    return
+  written = sha256(temporary)
+  tf.io.gfile.copy(temporary, path, overwrite=True)
+  if sha256(path) != written:
+    raise OSError(errno.EIO, f"the copy does not have the sha256 written ({written})", path)
+  tf.io.gfile.remove(temporary)
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike):
+  """Yields a temporary path beside `path`; puts it under `path` only if the block succeeds.
+
+  Local paths yield a pathlib.Path (and keep the local rules: an existing `path` that is not a
+  regular file, such as a directory, a FIFO or /dev/full, is refused, never replaced; OSErrors
+  name `path`, not the temporary); URLs yield a string, to be written through tf.io.gfile.
+  """
+  if is_local(path):
+    with _local_atomic_path(pathlib.Path(path)) as temporary:
+      yield temporary
+    return
+  path = os.fspath(path)
+  parent, name = _parent_and_name(path)
+  if tf.io.gfile.isdir(path):
+    raise FileExistsError(errno.EEXIST, "a directory; refusing to replace it", path)
+  temporary = join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+  try:
+    yield temporary
+    _commit(temporary, path)
+  except BaseException:
+    with contextlib.suppress(tf.errors.NotFoundError):
+      tf.io.gfile.remove(temporary)
+    raise
+
+
+@contextlib.contextmanager
+def atomic_write(path: PathLike, mode: str = "w"):
+  """Yields a stream ("w": text, "wb": bytes) whose content becomes `path` if the block succeeds."""
+  with atomic_path(path) as temporary, tf.io.gfile.GFile(os.fspath(temporary), mode) as stream:
+    yield stream
+
+
+def write_text(path: PathLike, text: str) -> None:
+  with atomic_write(path, "w") as stream:
+    stream.write(text)
+
+
+def write_bytes(path: PathLike, data: bytes) -> None:
+  with atomic_write(path, "wb") as stream:
+    stream.write(data)
+
+
+def read_text(path: PathLike) -> str:
+  """The file's text; FileNotFoundError (naming `path`) if there is none, on any file system."""
+  try:
+    with tf.io.gfile.GFile(os.fspath(path), "r") as stream:
+      return stream.read()
+  except tf.errors.NotFoundError:
+    raise FileNotFoundError(errno.ENOENT, "no such file", os.fspath(path)) from None
+
+
+def atomic_directory(path: PathLike, write: Callable[[str], None]) -> None:
+  """Has `write` fill a temporary directory beside `path`, then swaps it in for `path`.
+
+  Local: two renames (the old directory aside, the new one in), so `path` is always whole. Other
+  file systems rename directories file by file if at all, so there every file of the finished
+  temporary directory is committed (renamed or copied and verified) into a fresh `path`.
+  """
+  path = os.fspath(path)
+  parent, name = _parent_and_name(path)
+  temporary, previous = join(parent, f".{name}.tmp"), join(parent, f".{name}.old")
+  for stale in (temporary, previous):
+    if tf.io.gfile.exists(stale):
+      tf.io.gfile.rmtree(stale)
+  write(temporary)
+  if is_local(path):
+    if os.path.exists(path):
+      os.rename(path, previous)
+    os.rename(temporary, path)
+  else:
+    if tf.io.gfile.exists(path):
+      tf.io.gfile.rmtree(path)
+    for directory, _, files in tf.io.gfile.walk(temporary):
+      relative = posixpath.relpath(directory, temporary)
+      target_directory = path if relative == "." else join(path, relative)  # ram:// keys are plain strings
+      tf.io.gfile.makedirs(target_directory)
+      for file in files:
+        _commit(join(directory, file), join(target_directory, file))
+  if tf.io.gfile.exists(previous):
+    tf.io.gfile.rmtree(previous)
+  if tf.io.gfile.exists(temporary):
+    tf.io.gfile.rmtree(temporary)
