@@ -122,7 +122,7 @@ def prepare_shard_dir(shard_dir) -> None:
 
   Call it before any shard of the directory is written, never while one is being written.
   """
-  tf.io.gfile.makedirs(os.fspath(shard_dir))
+  storage.makedirs(shard_dir)
   for stale in tf.io.gfile.glob(storage.join(shard_dir, ".*.tmp")):
     tf.io.gfile.remove(stale)
 

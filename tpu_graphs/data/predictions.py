@@ -13,8 +13,6 @@ import os
 import pathlib
 from typing import Iterable, Iterator
 
-import tensorflow as tf
-
 from tpu_graphs.data import errors, graphs, storage
 
 HEADER = ("ID", "TopConfigs")
@@ -85,7 +83,7 @@ def read_predictions(path) -> list[Prediction]:
 
 def write_predictions(path, predictions: Iterable[Prediction]) -> None:
   """Writes the rows in the order given, atomically."""
-  tf.io.gfile.makedirs(os.path.dirname(os.fspath(path)) or ".")
+  storage.makedirs(os.path.dirname(os.fspath(path)) or ".")
   with storage.atomic_write(path) as stream:  # a local path or a URL (gs://...)
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(HEADER)

@@ -54,6 +54,15 @@ def join(path: PathLike, *parts: str) -> str:
   return posixpath.join(os.fspath(path), *parts) if not is_local(path) else os.path.join(os.fspath(path), *parts)
 
 
+def makedirs(path: PathLike) -> None:
+  """Creates the folder `path` and its parents. Locally an OSError names the path that is in the
+  way (a file where a folder should be), as every local write here does."""
+  if is_local(path):
+    pathlib.Path(path).mkdir(parents=True, exist_ok=True)
+  else:
+    tf.io.gfile.makedirs(os.fspath(path))
+
+
 def _parent_and_name(path: str) -> tuple[str, str]:
   return posixpath.split(path) if not is_local(path) else os.path.split(path)
 

@@ -230,7 +230,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   replicas = strategy.num_replicas_in_sync
   if config.batch_size % replicas:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
-  tf.io.gfile.makedirs(out_dir)
+  storage.makedirs(out_dir)
   _write_json(storage.join(out_dir, "config.json"), run_config)
   training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
                                           config.seed, config.steps_per_epoch)
