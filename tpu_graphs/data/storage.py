@@ -151,9 +151,17 @@ def atomic_path(path: PathLike):
 
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w"):
-  """Yields a stream ("w": text, "wb": bytes) whose content becomes `path` if the block succeeds."""
-  with atomic_path(path) as temporary, tf.io.gfile.GFile(os.fspath(temporary), mode) as stream:
-    yield stream
+  """Yields a stream ("w": text, "wb": bytes) whose content becomes `path` if the block succeeds.
+
+  Local files are written with Python's own I/O, so a failed write is an OSError that names `path`
+  (a full disk, a file size limit); URLs through tf.io.gfile."""
+  with atomic_path(path) as temporary:
+    if is_local(path):
+      with open(temporary, mode) as stream:
+        yield stream
+    else:
+      with tf.io.gfile.GFile(os.fspath(temporary), mode) as stream:
+        yield stream
 
 
 def write_text(path: PathLike, text: str) -> None:
