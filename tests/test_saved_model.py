@@ -95,15 +95,22 @@ def test_plain_scoring_function_compiles_under_xla_to_the_same_scores(tile_run):
                                rtol=1e-5, atol=1e-5)
 
 
-def test_layout_scoring_function_without_pruning_compiles_under_xla(tmp_path):
-  graph = npz.read_graph(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0])
-  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:300], config_runtime=graph.config_runtime[:300])
+def _small_layout_scorer(path, num_configs: int):
+  """The layout file's first `num_configs` configs and an untrained 16-unit, 2-layer model for it."""
+  graph = npz.read_graph(path)
+  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:num_configs],
+                              config_runtime=graph.config_runtime[:num_configs])
   example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                              node_config_ids=graph.node_config_ids,
                                              node_config_feat=graph.node_config_feat[:2])
   scorer = layout_model.build_layout_model(
       example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
       units=16, num_layers=2)
+  return graph, scorer
+
+
+def test_layout_scoring_function_without_pruning_compiles_under_xla(tmp_path):
+  graph, scorer = _small_layout_scorer(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0], 300)
   saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), tmp_path)  # no pruning: its sizes depend on data
   loaded = tf.saved_model.load(str(tmp_path / saved_model.EXPORT_DIR_NAME))
   arrays = _plain_arrays(graph)
@@ -210,14 +217,7 @@ def test_unknown_collection_kind_is_rejected(tile_run):
 
 
 def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp_path):
-  graph = npz.read_graph(sample_data.require_sample(REAL_LAYOUT_FILE))
-  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:40], config_runtime=graph.config_runtime[:40])
-  example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
-                                             node_config_ids=graph.node_config_ids,
-                                             node_config_feat=graph.node_config_feat[:2])
-  scorer = layout_model.build_layout_model(
-      example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
-      units=16, num_layers=2)
+  graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 40)
   task = tasks.LayoutTask(prune_hops=1)
   joined = _joined_graphs("layout", graph)
   expected = np.concatenate([scorer(task.structure_transform(g).with_indices_dtype(tf.int32)).numpy() for g in joined])
