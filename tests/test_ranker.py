@@ -32,6 +32,11 @@ def tile_export(tmp_path_factory):
   return root / "export"
 
 
+# A different number of configs per call changes how the kernels block their sums, so scores of the
+# same config may differ in the last bits (one in 2,951 did by 6e-7 on CI).
+SAME_SCORE = dict(rtol=1e-5, atol=1e-5)
+
+
 def _plain_scores(export_dir, graph) -> np.ndarray:
   serve = tf.saved_model.load(str(export_dir)).signatures[saved_model.PLAIN_SIGNATURE]
   return serve(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
@@ -41,7 +46,7 @@ def _plain_scores(export_dir, graph) -> np.ndarray:
 def test_ranking_orders_configs_by_the_saved_model_scores(tile_export):
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILE))
   ranking = ranker.Ranker(tile_export).rank(graph)
-  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, graph), rtol=1e-6)
+  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, graph), **SAME_SCORE)
   assert sorted(ranking.order.tolist()) == list(range(graph.num_configs))
   assert np.all(np.diff(ranking.scores[ranking.order]) >= 0)
   best = ranking.best(3)
@@ -53,14 +58,14 @@ def test_chunked_calls_give_the_scores_of_one_call(tile_export):
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILE))
   whole = ranker.Ranker(tile_export, configs_per_call=10_000).score(graph)
   chunked = ranker.Ranker(tile_export, configs_per_call=97).score(graph)
-  np.testing.assert_allclose(chunked, whole, rtol=1e-6)
+  np.testing.assert_allclose(chunked, whole, **SAME_SCORE)
 
 
 def test_npz_file_configs_are_streamed_in_chunks(tile_export):
   path = sample_data.require_sample(REAL_TILE_FILE)
   [ranking] = ranker.Ranker(tile_export, configs_per_call=500).rank_file(path)
   assert (ranking.collection, ranking.graph_id) == ("tile:xla", path.stem)
-  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, npz.read_graph(path)), rtol=1e-6)
+  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, npz.read_graph(path)), **SAME_SCORE)
 
 
 def test_hlo_proto_is_featurized_into_one_ranking_per_kernel(tile_export):
