@@ -137,33 +137,26 @@ class ServingModule(tf.Module):
     def chunked_scores(structure, config_features) -> tf.Tensor:
       """Scores of all configs, CONFIGS_PER_CALL at a time, joined to the once-preprocessed structure.
 
-      Every model call sees a chunk of static size (the full chunks, then the rest), so the whole
-      function also compiles under XLA for given input shapes (a compiler may AOT-compile it).
+      The configs are padded (with zeros) up to whole chunks and the padding's scores dropped, so
+      every model call sees a chunk of one static size and the whole function also compiles under
+      XLA for given input shapes (a compiler may AOT-compile it).
       """
       total = tf.shape(config_features)[0]
-      full_chunks = total // CONFIGS_PER_CALL
-      config_shape = tf.shape(config_features)[1:]
+      chunks = tf.maximum((total + CONFIGS_PER_CALL - 1) // CONFIGS_PER_CALL, 1)
+      padding = tf.concat([[[0, chunks * CONFIGS_PER_CALL - total]],
+                           tf.zeros([config_features.shape.rank - 1, 2], tf.int32)], 0)
+      chunked = tf.reshape(tf.pad(config_features, padding),
+                           tf.concat([[chunks, CONFIGS_PER_CALL], tf.shape(config_features)[1:]], 0))
 
-      def score_chunk(features, start, size):
-        rows = tf.slice(features, tf.concat([[start], tf.zeros_like(config_shape)], 0),
-                        tf.concat([[size], config_shape], 0))
-        return scored(records.join(kind, structure, records.chunk_from_arrays(kind, rows, start)))
+      def score_chunk(chunk, parts):
+        rows = chunked[chunk]
+        return chunk + 1, parts.write(chunk, scored(records.join(
+            kind, structure, records.chunk_from_arrays(kind, rows, chunk * CONFIGS_PER_CALL))))
 
-      # XLA checks the loop body's static slice and write even when the loop never runs: fewer
-      # configs than one chunk are padded up to it (at most CONFIGS_PER_CALL rows copied), and the
-      # parts hold at least one chunk.
-      short = tf.maximum(CONFIGS_PER_CALL - total, 0)
-      at_least_a_chunk = tf.pad(config_features, tf.concat([[[0, short]], tf.zeros([config_features.shape.rank - 1, 2],
-                                                                                      tf.int32)], 0))
-
-      def score_full_chunk(chunk, parts):
-        return chunk + 1, parts.write(chunk, score_chunk(at_least_a_chunk, chunk * CONFIGS_PER_CALL, CONFIGS_PER_CALL))
-
-      parts = tf.TensorArray(tf.float32, size=tf.maximum(full_chunks, 1), element_shape=[CONFIGS_PER_CALL])
-      _, parts = tf.while_loop(lambda chunk, _: chunk < full_chunks, score_full_chunk, (tf.constant(0), parts),
+      parts = tf.TensorArray(tf.float32, size=chunks, element_shape=[CONFIGS_PER_CALL])
+      _, parts = tf.while_loop(lambda chunk, _: chunk < chunks, score_chunk, (tf.constant(0), parts),
                                parallel_iterations=1)  # one chunk alive at a time
-      rest_start = full_chunks * CONFIGS_PER_CALL
-      return tf.concat([tf.reshape(parts.stack()[:full_chunks], [-1]), score_chunk(config_features, rest_start, total - rest_start)], 0)
+      return tf.reshape(parts.stack(), [-1])[:total]
 
     def score_arrays(*arrays):
       checked = checked_arrays(kind, dict(zip(plain_input_names(kind), arrays)))
