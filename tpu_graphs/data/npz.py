@@ -183,7 +183,7 @@ def write_npz(path: Union[str, os.PathLike], arrays: dict[str, Union[np.ndarray,
   chunk_source() yields consecutive leading-axis chunks that are written as they come.
   """
   storage.makedirs(storage.parent(path))
-  with storage.local_atomic_path(path) as temporary:
+  with storage.atomic_local_temporary(path) as temporary:
     compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with zipfile.ZipFile(temporary, "w", compression=compression, allowZip64=True) as archive:
       for name, value in arrays.items():

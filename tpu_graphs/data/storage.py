@@ -16,9 +16,9 @@ the file (`.<name>.<random>.tmp`), then
 A directory (a SavedModel) is written the same way as a whole: into a temporary directory beside
 it, then swapped in (`atomic_directory`).
 
-Inputs are read the same way: `as_path`, `files_below`, `glob`, `file_size`, `base_name`,
-`relative_path` and `open_binary` keep local paths as pathlib.Path (local behaviour and messages
-unchanged) and pass URLs to tf.io.gfile.
+Inputs are found and read here too (`files_below`, `glob`, `file_size`, `open_binary`, ...), local
+paths and URLs alike: local paths stay pathlib.Paths (`as_path`), so their behaviour and messages
+are unchanged, and URLs go to tf.io.gfile.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def atomic_path(path: PathLike):
 
 
 @contextlib.contextmanager
-def local_atomic_path(path: PathLike):
+def atomic_local_temporary(path: PathLike):
   """As atomic_path, but the temporary is always a local pathlib.Path: for writers that need a
   local file (zipfile writes other bytes to a stream it cannot seek). For a URL the finished local
   file is copied to a temporary beside `path`, then committed as atomic_path commits."""
