@@ -4,10 +4,9 @@
   python baselines/convert.py --input_dir ../shared/tpugraphs_sample/npz --output_dir out/records
   bazel run //baselines:convert -- --input_dir ... --output_dir ...
 
-Rerunning after an interruption skips finished shards. See tpu_graphs/data/convert.py.
+Rerunning after an interruption skips finished shards. Both folders may be URLs (gs://, s3://,
+hdfs://). See tpu_graphs/data/convert.py.
 """
-
-import pathlib
 
 from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
@@ -15,6 +14,7 @@ from absl import flags
 from tpu_graphs.data import convert
 from tpu_graphs.data import errors
 from tpu_graphs.data import locations
+from tpu_graphs.data import storage
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree; defaults to the embedded generated data.")
@@ -36,8 +36,8 @@ def summary_table(summary: convert.ConversionSummary) -> str:
 
 def main(argv):
   del argv
-  input_dir = pathlib.Path(_INPUT_DIR.value)
-  if not input_dir.is_dir():
+  input_dir = _INPUT_DIR.value
+  if not storage.is_directory(input_dir):
     raise errors.InputError(f"{input_dir}: input directory not found; pass --input_dir=<a TpuGraphs npz tree>")
   summary = convert.convert_directory(input_dir, _OUTPUT_DIR.value, **_RECORD_SIZES())
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already "

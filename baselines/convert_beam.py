@@ -10,9 +10,9 @@ Arguments after a lone `--` are Beam pipeline options and choose the runner:
   bazel run //baselines:convert_beam -- --input_dir ... --output_dir ... -- --runner=FlinkRunner ...
 
 With --input_pb_glob, each ModuleTuningData / TuningData / HloModuleProto file is featurized into
---input_dir first (see tpu_graphs/hlo/featurize.py), then the whole tree is converted. --output_dir
-may be a URL (gs://, s3://, hdfs://); with several machines, --input_dir must be on a file system
-every worker mounts at that path.
+--input_dir first (see tpu_graphs/hlo/featurize.py), then the whole tree is converted. --input_dir,
+--input_pb_glob and --output_dir may be URLs (gs://, s3://, hdfs://); with several machines, a local
+--input_dir must be on a file system every worker mounts at that path.
 See tpu_graphs/beam_pipeline.py and the README's "Scale-out: Beam".
 """
 

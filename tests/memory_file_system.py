@@ -28,3 +28,14 @@ def tree_bytes(root) -> dict:
       with tf.io.gfile.GFile(path, "rb") as stream:
         files[posixpath.relpath(path, root)] = stream.read()
   return files
+
+
+def copy_tree(local_root, name: str) -> str:
+  """A new ram:// folder holding a copy of every file below the local folder `local_root`."""
+  directory = fresh_directory(name)
+  for relative, data in tree_bytes(local_root).items():
+    path = posixpath.join(directory, relative)
+    tf.io.gfile.makedirs(posixpath.dirname(path))
+    with tf.io.gfile.GFile(path, "wb") as stream:
+      stream.write(data)
+  return directory

@@ -59,6 +59,29 @@ def test_output_on_an_in_memory_file_system_gets_the_single_process_bytes(tmp_pa
   assert summary.graphs_written == 8 and summary.groups[0]["directory"].startswith(url + "/")
 
 
+def test_input_on_an_in_memory_file_system_gets_the_single_process_bytes(tmp_path):
+  source = sample_data.require_sample("npz/tile/xla")
+  shutil.copytree(source, tmp_path / "npz/tile/xla")
+  convert.convert_directory(tmp_path / "npz", tmp_path / "single", shard_bytes=4000, progress=False)
+  url = memory_file_system.copy_tree(tmp_path / "npz", "npz")
+  summary = beam_pipeline.run_conversion(url, tmp_path / "beam", in_process(), shard_bytes=4000)
+  assert memory_file_system.tree_bytes(tmp_path / "beam") == memory_file_system.tree_bytes(tmp_path / "single")
+  assert summary.graphs_written == 8
+
+
+def test_protos_on_an_in_memory_file_system_are_featurized_into_it(tmp_path):
+  pb_dir = sample_data.require_sample("pb/official_testdata")
+  shutil.copy(pb_dir / "module_tuning_data_layout.pb", tmp_path)
+  protos, npz_url = memory_file_system.copy_tree(tmp_path, "pb"), memory_file_system.fresh_directory("npz")
+  beam_pipeline.run_conversion(npz_url, tmp_path / "beam", in_process(), input_pb_glob=protos + "/*.pb")
+  assert list(memory_file_system.tree_bytes(npz_url)) == ["layout/xla/default/train/main__.10904.npz"]
+  npz.write_graph(tmp_path / "npz/layout/xla/default/train/main__.10904.npz",
+                  featurize.graphs_from_file(pb_dir / "module_tuning_data_layout.pb")[0])
+  assert memory_file_system.tree_bytes(npz_url) == memory_file_system.tree_bytes(tmp_path / "npz")
+  convert.convert_directory(tmp_path / "npz", tmp_path / "single", progress=False)
+  assert memory_file_system.tree_bytes(tmp_path / "beam") == memory_file_system.tree_bytes(tmp_path / "single")
+
+
 def test_raw_protos_are_featurized_then_converted_like_their_npz_files(tmp_path):
   pb_dir = sample_data.require_sample("pb/official_testdata")
   summary = beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "beam", two_worker_processes(),

@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+import memory_file_system
 from tpu_graphs.data import config_dedup, graphs, npz
 
 
@@ -37,6 +38,16 @@ def test_written_file_keeps_first_occurrences_with_mean_runtimes(tmp_path):
 def test_graphs_without_runtimes_are_refused(tmp_path):
   with pytest.raises(ValueError, match="without runtimes"):
     config_dedup.write_deduplicated(_graph("test"), tmp_path / "g.npz")
+
+
+def test_deduplicating_on_an_in_memory_file_system_gives_the_local_bytes(tmp_path):
+  npz.write_graph(tmp_path / "npz/layout/xla/random/train/g.npz", _graph())
+  url = memory_file_system.copy_tree(tmp_path / "npz", "npz")
+  local = config_dedup.deduplicate_directory(tmp_path / "npz", tmp_path / "dedup")
+  remote = config_dedup.deduplicate_directory(url, url + "-dedup")
+  assert local == remote == {"layout/xla/random/train/g.npz": (7, 4)}
+  assert memory_file_system.tree_bytes(url + "-dedup") == memory_file_system.tree_bytes(tmp_path / "dedup")
+  assert config_dedup.deduplicate_directory(url, url + "-dedup") == {}  # a rerun keeps the files written
 
 
 if __name__ == "__main__":

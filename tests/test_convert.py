@@ -74,6 +74,21 @@ def test_conversion_into_an_in_memory_file_system_writes_the_local_bytes_and_res
   assert again.graphs_written == 0 and again.graphs_skipped == 10
 
 
+def test_input_on_an_in_memory_file_system_gives_the_local_bytes(tmp_path):
+  source = copy_sample_subset(tmp_path / "npz")
+  local = convert.convert_directory(source, tmp_path / "local", configs_per_chunk=300, shard_bytes=4000, progress=False)
+  url = memory_file_system.copy_tree(source, "npz")
+  remote = convert.convert_directory(url, tmp_path / "remote", configs_per_chunk=300, shard_bytes=4000, progress=False)
+  assert memory_file_system.tree_bytes(tmp_path / "remote") == memory_file_system.tree_bytes(tmp_path / "local")
+  assert [g["npz_bytes"] for g in remote.groups] == [g["npz_bytes"] for g in local.groups]
+
+
+def test_missing_input_folder_on_an_in_memory_file_system_is_named():
+  url = storage.join(memory_file_system.fresh_directory("npz"), "none")
+  with pytest.raises(FileNotFoundError, match=f"{url}: input directory not found"):
+    convert.convert_directory(url, url + "-out", progress=False)
+
+
 def test_rerun_from_a_narrower_root_reuses_the_shards(tmp_path):
   source = copy_sample_subset(tmp_path / "npz")
   convert.convert_directory(source, tmp_path / "out", progress=False)

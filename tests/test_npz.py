@@ -7,8 +7,9 @@ import zipfile
 import numpy as np
 import pytest
 
+import memory_file_system
 import sample_data
-from tpu_graphs.data import graphs, npz
+from tpu_graphs.data import graphs, npz, storage
 
 
 def sample_files():
@@ -125,6 +126,35 @@ def test_infers_collection_and_split_from_path():
   assert npz.infer_collection_and_split("/d/npz/layout/nlp/random/test/x.npz") == ("layout:nlp:random", "test")
   assert npz.infer_collection_and_split("/d/npz/tile/xla/valid/x.npz") == ("tile:xla", "valid")
   assert npz.infer_collection_and_split("/d/x.npz") == (None, None)
+
+
+def test_file_on_an_in_memory_file_system_reads_as_the_local_file():
+  local = sample_data.require_sample("npz/layout/xla/default/train/unet3d.npz")
+  url = storage.join(memory_file_system.copy_tree(local.parents[4], "npz"), "layout/xla/default/train/unet3d.npz")
+  expected, graph = npz.read_graph(local), npz.read_graph(url)
+  assert (graph.graph_id, graph.collection, graph.split) == ("unet3d", "layout:xla:default", "train")
+  for name, value in graphs.graph_arrays(graph).items():
+    np.testing.assert_array_equal(value, getattr(expected, name))
+  streamed = npz.read_graph(url, stream_configs=True).node_config_feat
+  np.testing.assert_array_equal(np.concatenate(list(streamed.iter_chunks(100))), expected.node_config_feat)
+
+
+def test_missing_or_corrupt_file_on_an_in_memory_file_system_is_named_by_its_url():
+  folder = memory_file_system.fresh_directory("npz")
+  missing, corrupt = storage.join(folder, "missing.npz"), storage.join(folder, "corrupt.npz")
+  with pytest.raises(graphs.GraphFileError, match=f"^{missing}: no such file$"):
+    npz.read_graph(missing, collection="tile:xla")
+  storage.write_bytes(corrupt, b"not a zip")
+  with pytest.raises(graphs.GraphFileError, match=f"^{corrupt}: not a readable npz archive"):
+    npz.read_graph(corrupt, collection="tile:xla")
+
+
+def test_write_to_an_in_memory_file_system_gives_the_local_bytes(tmp_path):
+  arrays = _tile_arrays()
+  url = storage.join(memory_file_system.fresh_directory("npz"), "tile/xla/valid/g.npz")
+  npz.write_npz(url, arrays)
+  npz.write_npz(tmp_path / "g.npz", arrays)
+  assert memory_file_system.tree_bytes(storage.parent(url)) == memory_file_system.tree_bytes(tmp_path)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import uuid
 import pytest
 import tensorflow as tf
 
+import memory_file_system
 from tpu_graphs.data import storage
 
 
@@ -110,6 +111,24 @@ def test_directory_is_swapped_in_whole_locally_and_on_an_in_memory_file_system(r
     assert storage.read_text(storage.join(path, "saved_model.pb")) == "b"
     assert storage.read_text(storage.join(path, "variables", "data")) == "bb"
     assert [name.rstrip("/") for name in tf.io.gfile.listdir(parent)] == ["export"]
+
+
+def test_files_below_a_url_are_listed_as_below_a_local_folder(tmp_path):
+  # "a-b" sorts before "a/" as a string, after "a" as a folder: the order must be pathlib's.
+  ram_dir = memory_file_system.fresh_directory("listing")  # (the fixture's rmtree fails on nested ram:// folders)
+  names = ["a/z.npz", "a-b/y.npz", "a/c/x.npz", "a/notes.txt", "b.npz/inside.npz"]
+  for parent in (ram_dir, str(tmp_path)):
+    for name in names:
+      storage.makedirs(storage.parent(storage.join(parent, name)))
+      storage.write_bytes(storage.join(parent, name), name.encode())
+  local = storage.files_below(tmp_path, "*.npz")
+  remote = storage.files_below(ram_dir, "*.npz")
+  assert all(isinstance(path, pathlib.Path) for path in local) and all(isinstance(path, str) for path in remote)
+  assert [storage.relative_path(path, ram_dir) for path in remote] == [
+      storage.relative_path(path, tmp_path) for path in local] == [
+          "a/c/x.npz", "a/z.npz", "a-b/y.npz", "b.npz", "b.npz/inside.npz"]
+  assert [storage.file_size(path) for path in remote if not path.endswith("b.npz")] == [9, 7, 9, 16]
+  assert storage.file_problem(storage.join(ram_dir, "b.npz")) == "a directory, not a file"
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ calling the converter's own functions on Beam workers:
 
 The featurized npz files go to npz_dir/<collection path>/<split>/<graph id>.npz, so the npz
 tree may also hold files from elsewhere; all of it is converted. Finished shards are skipped on
-a rerun, as by convert_directory. The output directory may be a URL of any file system
-tf.io.gfile serves (gs://, s3://, hdfs://; ram:// in tests), written atomically
-(tpu_graphs/data/storage.py); the npz directory is read by path, so with several machines
-(Dataflow, Flink, Spark) it must be a file system every worker mounts at that path.
+a rerun, as by convert_directory. The npz directory, the protos and the output directory may be
+URLs of any file system tf.io.gfile serves (gs://, s3://, hdfs://; ram:// in tests), written
+atomically (tpu_graphs/data/storage.py); with several machines (Dataflow, Flink, Spark) a local
+npz directory must be a file system every worker mounts at that path.
 
 The runner is whatever the PipelineOptions say: DirectRunner with `--direct_num_workers` and
 `--direct_running_mode=multi_processing` on one machine, or any other Beam runner.
@@ -23,7 +23,6 @@ The runner is whatever the PipelineOptions say: DirectRunner with `--direct_num_
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import pathlib
@@ -44,17 +43,17 @@ _GRAPHS_FEATURIZED = metric.Metrics.counter(METRICS_NAMESPACE, "graphs_featurize
 
 @dataclasses.dataclass(frozen=True)
 class PlannedShard:
-  """Shard `index` of `count` of one collection and split: its npz files, in order, and its folder
-  relative to the output directory."""
+  """Shard `index` of `count` of one collection and split: its npz files (paths or URLs), in order,
+  and its folder relative to the output directory."""
   collection: str
   split: str
   relative_dir: pathlib.Path
   index: int
   count: int
-  files: tuple[pathlib.Path, ...]
+  files: tuple[storage.PathLike, ...]
 
 
-def featurize_to_npz(pb_path: str, npz_dir: pathlib.Path, labelled_split: str) -> list[tuple[str, str]]:
+def featurize_to_npz(pb_path: str, npz_dir: str, labelled_split: str) -> list[tuple[str, str]]:
   """Featurizes one raw proto file into npz files in npz_dir's tree; returns [(npz path, pb_path)].
 
   Graphs measured on hardware (from ModuleTuningData / TuningData) go to `labelled_split`;
@@ -63,11 +62,11 @@ def featurize_to_npz(pb_path: str, npz_dir: pathlib.Path, labelled_split: str) -
   written = []
   for graph in featurize.graphs_from_file(pb_path):
     split = graph.split or labelled_split
-    folder = npz_dir / convert.SourceGroup(graph.collection, split, ()).relative_dir
-    path = folder / f"{graph.graph_id.replace('/', '_')}.npz"
+    folder = storage.join(npz_dir, str(convert.SourceGroup(graph.collection, split, ()).relative_dir))
+    path = storage.join(folder, f"{graph.graph_id.replace('/', '_')}.npz")
     npz.write_graph(path, graph)
     _GRAPHS_FEATURIZED.inc()
-    written.append((str(path), pb_path))
+    written.append((path, pb_path))
   return written
 
 
@@ -81,7 +80,7 @@ def _require_distinct_outputs(featurized: list[tuple[str, str]]) -> None:
     first_source[npz_path] = pb_path
 
 
-def plan_conversion(npz_dir: pathlib.Path, output_dir: str, shard_bytes: int) -> list[PlannedShard]:
+def plan_conversion(npz_dir: str, output_dir: str, shard_bytes: int) -> list[PlannedShard]:
   """Every shard convert_directory would write for npz_dir, with its output folder prepared.
 
   Runs as one element, before any shard is written, so removing stale temporaries is safe.
@@ -124,13 +123,12 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
   ValueError for an unknown labelled_split; bad input files fail the pipeline's run with the
   converter's or featurizer's error, which names the file.
   """
-  npz_dir = pathlib.Path(npz_dir).absolute()
-  output_dir = os.path.abspath(output_dir) if storage.is_local(output_dir) else os.fspath(output_dir)
+  npz_dir, output_dir = (os.path.abspath(d) if storage.is_local(d) else os.fspath(d) for d in (npz_dir, output_dir))
   settings = convert.conversion_settings(configs_per_chunk, chunk_bytes)
   if labelled_split not in graphs.SPLITS:
     raise ValueError(f"labelled_split {labelled_split!r} is not one of {graphs.SPLITS}")
   if input_pb_glob:
-    pb_paths = sorted(str(pathlib.Path(p).absolute()) for p in glob.glob(input_pb_glob))
+    pb_paths = [os.path.abspath(p) if storage.is_local(p) else p for p in storage.glob(input_pb_glob)]
     if not pb_paths:
       raise FileNotFoundError(f"{input_pb_glob}: no file matches")
     start = (pipeline
@@ -140,7 +138,7 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
              | "AllFeaturized" >> beam.combiners.ToList()
              | "CheckDistinct" >> beam.Map(_require_distinct_outputs))
   else:
-    if not npz_dir.is_dir():
+    if not storage.is_directory(npz_dir):
       raise FileNotFoundError(f"{npz_dir}: input directory not found")
     start = pipeline | "Start" >> beam.Create([None])
   _ = (start

@@ -14,12 +14,10 @@ digest per config whatever the number of configs.
 from __future__ import annotations
 
 import hashlib
-import pathlib
-from typing import Union
 
 import numpy as np
 
-from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.data import graphs, npz, records, storage
 
 
 def duplicate_groups(graph: graphs.LayoutGraph, configs_per_chunk: int = 1000) -> np.ndarray:
@@ -34,7 +32,7 @@ def duplicate_groups(graph: graphs.LayoutGraph, configs_per_chunk: int = 1000) -
   return first
 
 
-def write_deduplicated(graph: graphs.LayoutGraph, path: Union[str, pathlib.Path],
+def write_deduplicated(graph: graphs.LayoutGraph, path: storage.PathLike,
                        configs_per_chunk: int = 1000) -> tuple[int, int]:
   """Writes `graph` with duplicate configs merged to the npz `path`; returns (configs before, after).
 
@@ -65,18 +63,17 @@ def write_deduplicated(graph: graphs.LayoutGraph, path: Union[str, pathlib.Path]
 def deduplicate_directory(input_dir, output_dir) -> dict[str, tuple[int, int]]:
   """Deduplicates every layout npz below input_dir into the same relative path below output_dir.
 
-  Files already present in output_dir are kept (reruns resume). Returns {relative path: (before,
-  after)} for the files written.
+  Either may be a URL of any file system tf.io.gfile serves. Files already present in output_dir
+  are kept (reruns resume). Returns {relative path: (before, after)} for the files written.
   """
-  input_dir, output_dir = pathlib.Path(input_dir), pathlib.Path(output_dir)
   counts = {}
-  for source in sorted(input_dir.rglob("*.npz")):
-    relative = source.relative_to(input_dir)
-    target = output_dir / relative
-    if target.exists():
+  for source in storage.files_below(input_dir, "*.npz"):
+    relative = storage.relative_path(source, input_dir)
+    target = storage.join(output_dir, relative)
+    if storage.exists(target):
       continue
     graph = npz.read_graph(source, stream_configs=True)
     if not isinstance(graph, graphs.LayoutGraph):
       raise graphs.GraphFileError(source, "is not a layout graph; only layout configs are deduplicated")
-    counts[str(relative)] = write_deduplicated(graph, target)
+    counts[relative] = write_deduplicated(graph, target)
   return counts

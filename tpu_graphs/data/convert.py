@@ -33,7 +33,7 @@ from typing import Callable, Optional
 from absl import logging
 import tensorflow as tf
 
-from tpu_graphs.data import errors, graphs, npz, records, storage
+from tpu_graphs.data import graphs, npz, records, storage
 
 FORMAT_VERSION = 2  # 2: shard jsons record the sizes of their record files
 RECORD_COMPRESSION = "GZIP"
@@ -42,10 +42,10 @@ DEFAULT_SHARD_BYTES = 64 << 20
 
 @dataclasses.dataclass(frozen=True)
 class SourceGroup:
-  """The npz files of one collection and split, in sorted order."""
+  """The npz files of one collection and split, in sorted order (pathlib.Paths, or URLs)."""
   collection: str
   split: str
-  files: tuple[pathlib.Path, ...]
+  files: tuple[storage.PathLike, ...]
 
   @property
   def relative_dir(self) -> pathlib.Path:
@@ -53,13 +53,13 @@ class SourceGroup:
 
 
 def find_source_groups(input_dir) -> list[SourceGroup]:
-  """Groups every *.npz below input_dir by (collection, split), inferred from the path."""
-  input_dir = pathlib.Path(input_dir)
-  if not input_dir.is_dir():
-    raise FileNotFoundError(f"{input_dir}: input directory not found")
-  grouped: dict[tuple[str, str], list[pathlib.Path]] = {}
-  for path in sorted(input_dir.rglob("*.npz")):
-    problem = errors.regular_file_problem(path)
+  """Groups every *.npz below input_dir (a local folder or a URL) by (collection, split), inferred
+  from the path."""
+  if not storage.is_directory(input_dir):
+    raise FileNotFoundError(f"{os.fspath(input_dir)}: input directory not found")
+  grouped: dict[tuple[str, str], list[storage.PathLike]] = {}
+  for path in storage.files_below(input_dir, "*.npz"):
+    problem = storage.file_problem(path)
     if problem:
       raise graphs.GraphFileError(path, problem)
     collection, split = npz.infer_collection_and_split(path)
@@ -71,12 +71,12 @@ def find_source_groups(input_dir) -> list[SourceGroup]:
   return [SourceGroup(c, s, tuple(f)) for (c, s), f in sorted(grouped.items())]
 
 
-def plan_shards(files, shard_bytes: int = DEFAULT_SHARD_BYTES) -> list[list[pathlib.Path]]:
+def plan_shards(files, shard_bytes: int = DEFAULT_SHARD_BYTES) -> list[list[storage.PathLike]]:
   """Contiguous runs of files of about shard_bytes (on-disk npz size) each, at least one file."""
   shards, current, size = [], [], 0
   for path in files:
     current.append(path)
-    size += path.stat().st_size
+    size += storage.file_size(path)
     if size >= shard_bytes:
       shards.append(current)
       current, size = [], 0
@@ -136,7 +136,7 @@ def convert_shard(collection: str, split: str, files, index: int, count: int, sh
   and split, with their sha256) and settings and its record files exist, wherever the input tree
   was rooted. on_graph is called after each graph written.
   """
-  sources = [{"name": p.name, "sha256": storage.sha256(p)} for p in files]
+  sources = [{"name": storage.base_name(p), "sha256": storage.sha256(p)} for p in files]
   json_path = storage.join(shard_dir, _shard_name("shard", index, count, ".json"))
   shard, problem = _finished_shard(json_path, settings, sources)
   if shard is not None:
@@ -161,7 +161,7 @@ def group_summary(group: SourceGroup, shard_dir, shards: list[dict]) -> dict:
       "shards": len(shards), "configs": sum(g["configs"] for s in shards for g in s["graphs"]),
       "record_bytes": sum(tf.io.gfile.stat(storage.join(shard_dir, s[k])).length for s in shards
                           for k in ("structure_file", "configs_file")),
-      "npz_bytes": sum(p.stat().st_size for p in group.files),
+      "npz_bytes": sum(storage.file_size(p) for p in group.files),
       "directory": os.fspath(shard_dir),
   }
 
@@ -265,12 +265,12 @@ def convert_directory(input_dir, output_dir, configs_per_chunk: int = records.DE
                       progress: bool = True) -> ConversionSummary:
   """Converts every npz file below input_dir into sharded GraphTensor records under output_dir.
 
-  output_dir may be a URL of any file system tf.io.gfile serves (gs://, s3://, hdfs://, ram://).
+  input_dir and output_dir may be URLs of any file system tf.io.gfile serves (gs://, s3://, hdfs://,
+  ram://).
 
   Raises GraphFileError for the first invalid input file, before or while writing its shard;
   shards finished before it stay valid and are skipped by the next run.
   """
-  input_dir = pathlib.Path(input_dir)
   settings = conversion_settings(configs_per_chunk, chunk_bytes)
   groups = find_source_groups(input_dir)
   total = sum(len(g.files) for g in groups)

@@ -1,10 +1,12 @@
-"""TpuGraphs npz files on disk: reading (whole or streamed) and deterministic, atomic writing.
+"""TpuGraphs npz files, local or at URLs: reading (whole or streamed) and deterministic, atomic writing.
 
 A layout file can hold 100k configs x 1k configurable nodes x 18 floats, gigabytes once
 decompressed, so the config-feature array can be streamed in row chunks straight out of the zip
 member instead of being loaded. Writing is byte-deterministic (fixed zip timestamps, fixed member
 order) so that regenerated datasets compare equal, and atomic (temp file, then rename) so an
-interrupted write never leaves a half file under the final name.
+interrupted write never leaves a half file under the final name. Paths may be URLs of any file
+system tf.io.gfile serves (tpu_graphs/data/storage.py); a file for a URL is written locally first,
+so it has the bytes a local write gives.
 """
 
 from __future__ import annotations
@@ -18,15 +20,16 @@ import zlib
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
+import tensorflow as tf
 
-from tpu_graphs.data import errors, graphs, storage
+from tpu_graphs.data import graphs, storage
 
 # Arrays that scale with the number of configs and may be streamed instead of loaded.
 CONFIG_FEATURE_ARRAYS = ("config_feat", "node_config_feat")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # What reading a corrupt npz file raises: bad zip structure or CRC, broken compression, short
-# data, a malformed array header.
-_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
+# data, a malformed array header, a failed read from a URL.
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError, tf.errors.OpError)
 
 
 class StreamedArray:
@@ -36,7 +39,7 @@ class StreamedArray:
   sequentially, so memory stays at one chunk whatever the array's size.
   """
 
-  def __init__(self, path: pathlib.Path, member: str, shape: tuple, dtype: np.dtype, fortran: bool):
+  def __init__(self, path: storage.PathLike, member: str, shape: tuple, dtype: np.dtype, fortran: bool):
     self.path, self.member = path, member
     self.shape, self.dtype = tuple(shape), np.dtype(dtype)
     if fortran and len(self.shape) > 1:
@@ -55,7 +58,8 @@ class StreamedArray:
     row_items = int(np.prod(self.shape[1:], dtype=np.int64))
     name = self.member[:-4]
     try:
-      with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as stream:
+      with storage.open_binary(self.path) as file, zipfile.ZipFile(file) as archive, \
+          archive.open(self.member) as stream:
         _read_header(stream)
         for start in range(0, self.shape[0], rows):
           count = min(rows, self.shape[0] - start)
@@ -86,7 +90,7 @@ def _read_header(stream):
   return np.lib.format.read_array_header_2_0(stream)
 
 
-def _checked_header(path: pathlib.Path, info: zipfile.ZipInfo, stream) -> tuple[tuple, bool, np.dtype]:
+def _checked_header(path: storage.PathLike, info: zipfile.ZipInfo, stream) -> tuple[tuple, bool, np.dtype]:
   """(shape, fortran order, dtype) of a member's array, after checking that the member holds
   exactly the bytes its header promises: a corrupt header claiming terabytes is refused before
   anything is allocated."""
@@ -102,7 +106,7 @@ def _checked_header(path: pathlib.Path, info: zipfile.ZipInfo, stream) -> tuple[
   return shape, fortran, dtype
 
 
-def _read_member(path: pathlib.Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+def _read_member(path: storage.PathLike, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
   with archive.open(info) as stream:
     _checked_header(path, info, stream)
   with archive.open(info) as stream:
@@ -113,7 +117,7 @@ def _read_member(path: pathlib.Path, archive: zipfile.ZipFile, info: zipfile.Zip
 
 def infer_collection_and_split(path: Union[str, os.PathLike]) -> tuple[Optional[str], Optional[str]]:
   """('layout:nlp:random', 'test') from .../layout/nlp/random/test/x.npz; None where unknown."""
-  parts = pathlib.Path(path).parts
+  parts = pathlib.Path(path).parts if storage.is_local(path) else os.fspath(path).split("/")
   split = parts[-2] if len(parts) >= 2 and parts[-2] in graphs.SPLITS else None
   return graphs.collection_of_folders(parts[:-1]), split
 
@@ -123,7 +127,7 @@ def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
   """Reads and validates one TpuGraphs npz file.
 
   Args:
-    path: the file.
+    path: the file, local or a URL.
     collection: e.g. 'tile:xla' or 'layout:xla:default'; inferred from the path, then from the
       keys ('tile' or 'layout'), when not given.
     split: 'train', 'valid' or 'test'; inferred from the parent folder when not given. Runtimes
@@ -133,14 +137,14 @@ def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
   Raises:
     GraphFileError: naming the file and the problem, for any unreadable or invalid file.
   """
-  path = pathlib.Path(path)
-  problem = errors.regular_file_problem(path)
+  path = storage.as_path(path)
+  problem = storage.file_problem(path)
   if problem:
     raise graphs.GraphFileError(path, problem)
   inferred_collection, inferred_split = infer_collection_and_split(path)
   split = split or inferred_split
   try:
-    with zipfile.ZipFile(path) as archive:
+    with storage.open_binary(path) as file, zipfile.ZipFile(file) as archive:
       arrays = {}
       for info in archive.infolist():
         if not info.filename.endswith(".npy"):
@@ -165,7 +169,7 @@ def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
     else:
       raise graphs.GraphFileError(
           path, "missing key 'config_feat' (tile) or 'node_config_feat' (layout); cannot tell the collection")
-  return graphs.validate_graph(path, path.stem, collection, split, arrays)
+  return graphs.validate_graph(path, os.path.splitext(storage.base_name(path))[0], collection, split, arrays)
 
 
 ChunkSource = Callable[[], Iterable[np.ndarray]]
@@ -178,9 +182,8 @@ def write_npz(path: Union[str, os.PathLike], arrays: dict[str, Union[np.ndarray,
   Each value is an ndarray, or a (shape, dtype, chunk_source) triple for arrays too large to hold:
   chunk_source() yields consecutive leading-axis chunks that are written as they come.
   """
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  with storage.atomic_path(path) as temporary:
+  storage.makedirs(storage.parent(path))
+  with storage.atomic_local_temporary(path) as temporary:
     compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with zipfile.ZipFile(temporary, "w", compression=compression, allowZip64=True) as archive:
       for name, value in arrays.items():

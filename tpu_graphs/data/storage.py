@@ -15,12 +15,18 @@ the file (`.<name>.<random>.tmp`), then
 
 A directory (a SavedModel) is written the same way as a whole: into a temporary directory beside
 it, then swapped in (`atomic_directory`).
+
+Inputs are found and read here too (`files_below`, `glob`, `file_size`, `open_binary`, ...), local
+paths and URLs alike: local paths stay pathlib.Paths (`as_path`), so their behaviour and messages
+are unchanged, and URLs go to tf.io.gfile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
+import glob as local_glob
 import hashlib
 import os
 import pathlib
@@ -54,6 +60,11 @@ def join(path: PathLike, *parts: str) -> str:
   return posixpath.join(os.fspath(path), *parts) if not is_local(path) else os.path.join(os.fspath(path), *parts)
 
 
+def as_path(path: PathLike) -> PathLike:
+  """A local path as a pathlib.Path, a URL as its string (which pathlib would mangle)."""
+  return pathlib.Path(path) if is_local(path) else os.fspath(path)
+
+
 def makedirs(path: PathLike) -> None:
   """Creates the folder `path` and its parents. Locally an OSError names the path that is in the
   way (a file where a folder should be), as every local write here does."""
@@ -65,6 +76,58 @@ def makedirs(path: PathLike) -> None:
 
 def _parent_and_name(path: str) -> tuple[str, str]:
   return posixpath.split(path) if not is_local(path) else os.path.split(path)
+
+
+def parent(path: PathLike) -> str:
+  """The folder holding `path`: gs://b/x of gs://b/x/y.npz."""
+  return _parent_and_name(os.fspath(path))[0]
+
+
+def base_name(path: PathLike) -> str:
+  """y.npz of gs://b/x/y.npz or of x/y.npz."""
+  return _parent_and_name(os.fspath(path))[1]
+
+
+def relative_path(path: PathLike, root: PathLike) -> str:
+  """`path` relative to the folder `root` above it: x/y.npz of (gs://b/x/y.npz, gs://b)."""
+  if is_local(path):
+    return os.path.relpath(path, root)
+  return os.fspath(path)[len(os.fspath(root).rstrip("/")) + 1:]
+
+
+def exists(path: PathLike) -> bool:
+  return tf.io.gfile.exists(os.fspath(path))
+
+
+def is_directory(path: PathLike) -> bool:
+  return os.path.isdir(path) if is_local(path) else tf.io.gfile.isdir(os.fspath(path))
+
+
+def file_size(path: PathLike) -> int:
+  """The file's size in bytes."""
+  return os.stat(path).st_size if is_local(path) else tf.io.gfile.stat(os.fspath(path)).length
+
+
+def files_below(folder: PathLike, pattern: str) -> list:
+  """Everything at any depth below `folder` whose name matches `pattern` (e.g. "*.npz"), sorted
+  folder by folder as pathlib sorts paths: pathlib.Paths for a local folder, strings for a URL.
+  Folders with a matching name are listed too, so that readers refuse them by name."""
+  if is_local(folder):
+    return sorted(pathlib.Path(folder).rglob(pattern))
+  found = []
+  for directory, folders, files in tf.io.gfile.walk(os.fspath(folder)):
+    found += [join(directory, name) for name in folders + files if fnmatch.fnmatchcase(name, pattern)]
+  return sorted(found, key=lambda path: path.split("/"))
+
+
+def glob(pattern: str) -> list:
+  """The paths matching a shell pattern (local paths or URLs), sorted."""
+  return sorted(local_glob.glob(pattern) if is_local(pattern) else tf.io.gfile.glob(pattern))
+
+
+def open_binary(path: PathLike):
+  """The file opened for reading bytes; seekable, so zipfile can read an npz straight from a URL."""
+  return open(path, "rb") if is_local(path) else tf.io.gfile.GFile(os.fspath(path), "rb")
 
 
 def sha256(path: PathLike) -> str:
@@ -147,6 +210,22 @@ def atomic_path(path: PathLike):
     with contextlib.suppress(tf.errors.NotFoundError):
       tf.io.gfile.remove(temporary)
     raise
+
+
+@contextlib.contextmanager
+def atomic_local_temporary(path: PathLike):
+  """As atomic_path, but the temporary is always a local pathlib.Path: for writers that need a
+  local file (zipfile writes other bytes to a stream it cannot seek). For a URL the finished local
+  file is copied to a temporary beside `path`, then committed as atomic_path commits."""
+  if is_local(path):
+    with atomic_path(path) as temporary:
+      yield temporary
+    return
+  with tempfile.TemporaryDirectory() as folder:
+    local = pathlib.Path(folder, base_name(path))
+    yield local
+    with atomic_path(path) as temporary:
+      tf.io.gfile.copy(os.fspath(local), temporary, overwrite=True)
 
 
 @contextlib.contextmanager

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pathlib
 from typing import Optional, Union
 
 import numpy as np
 from google.protobuf import message as protobuf_message
+import tensorflow as tf
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
+from tpu_graphs.data import storage
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import opcodes
 from tpu_graphs.hlo import tuning_pb2
@@ -367,15 +367,18 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
 
 
 def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
-  """Reads a .pb file holding a ModuleTuningData, TuningData or HloModuleProto."""
-  path = pathlib.Path(path)
-  problem = errors.regular_file_problem(path)
+  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData or HloModuleProto."""
+  path = storage.as_path(path)
+  problem = storage.file_problem(path)
   if problem:
     raise graphs.GraphFileError(path, problem)
   try:
-    data = path.read_bytes()
+    with storage.open_binary(path) as stream:
+      data = stream.read()
   except OSError as error:
     raise graphs.GraphFileError(path, f"cannot read the file ({error.strerror or error})") from None
+  except tf.errors.OpError as error:
+    raise graphs.GraphFileError(path, f"cannot read the file ({error.message})") from None
   return parse_hlo_proto(data, str(path))
 
 
