@@ -2,6 +2,7 @@
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 
@@ -92,6 +93,21 @@ def test_run_reads_records_and_writes_its_directory_on_an_in_memory_file_system(
   assert scores.shape == (graph.num_configs,)
   again = trainer.run(tasks.TileTask(), _build, config)  # resumes: nothing left to train
   assert again["epochs_run"] == 2 and again["history"] == result["history"]
+
+
+def test_layout_training_reads_its_npz_tree_from_an_in_memory_file_system(tmp_path):
+  # Deduplication and the op feature statistics read the npz tree itself, not only records.
+  local_root = tmp_path / "npz"
+  shutil.copytree(locations.EMBEDDED_NPZ / "layout/nlp/default", local_root / "layout/nlp/default")
+  url = memory_file_system.copy_tree(local_root, "npz")
+  experiment = experiments.experiment("smallest", "layout:nlp:default").overridden(
+      training={"verbose": 0}, model={"dedup": True, "normalize": True})
+  local = experiments.train(experiment, local_root, tmp_path / "run")
+  remote_run = storage.join(url, "run")
+  remote = experiments.train(experiment, url, remote_run)
+  assert remote["history"] == local["history"]
+  assert storage.read_text(storage.join(remote_run, "predictions.csv")) == (tmp_path / "run/predictions.csv").read_text()
+  assert tf.io.gfile.glob(storage.join(remote_run, "dedup/layout/nlp/default/train/*.npz"))
 
 
 def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):

@@ -17,12 +17,11 @@ in particular) ever sees malformed arrays.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from tpu_graphs.data import errors
+from tpu_graphs.data import errors, storage
 
 NODE_FEATURE_WIDTH = 140
 TILE_CONFIG_FEATURE_WIDTH = 24
@@ -145,10 +144,10 @@ def collection_of_folders(folders: Sequence[str]) -> Optional[str]:
   return None
 
 
-def collection_directory(root, collection: str) -> pathlib.Path:
+def collection_directory(root, collection: str):
   """Where a collection's splits lie under an npz (or records) tree: <root>/tile/xla or
-  <root>/layout/<source>/<search>."""
-  return pathlib.Path(root, *collection.split(":"))
+  <root>/layout/<source>/<search>; a pathlib.Path under a local root, a string under a URL."""
+  return storage.as_path(storage.join(root, *collection.split(":")))
 
 
 def _cast(path, name: str, array: np.ndarray, dtype, rank: int) -> np.ndarray:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pathlib
 from typing import Callable, Optional, Sequence, Union
 
 import tensorflow as tf
@@ -28,7 +27,7 @@ from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
 from tpu_graphs.train import tasks, trainer
 
 
-def _convert_splits(split_dirs: Sequence[pathlib.Path], records_root, configs_per_chunk: int) -> None:
+def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
   for split_dir in split_dirs:
     convert.convert_directory(split_dir, records_root, configs_per_chunk=configs_per_chunk, progress=False)
 
@@ -45,7 +44,7 @@ class TileModel:
   def task(self) -> tasks.TileTask:
     return tasks.TileTask()
 
-  def prepare_records(self, collection: str, split_dirs: Sequence[pathlib.Path], records_root, work_dir) -> None:
+  def prepare_records(self, collection: str, split_dirs: Sequence[storage.PathLike], records_root, work_dir) -> None:
     """Converts the collection's splits (npz directories, train first) to records under records_root."""
     del collection, work_dir  # nothing to prepare beside the records
     _convert_splits(split_dirs, records_root, self.configs_per_chunk)
@@ -75,12 +74,12 @@ class LayoutModel:
   def task(self) -> tasks.LayoutTask:
     return tasks.LayoutTask(self.prune_hops)
 
-  def prepare_records(self, collection: str, split_dirs: Sequence[pathlib.Path], records_root, work_dir) -> None:
+  def prepare_records(self, collection: str, split_dirs: Sequence[storage.PathLike], records_root, work_dir) -> None:
     """Converts the collection's splits (npz directories, train first) to records under records_root,
     the train split deduplicated into <work_dir>/dedup first if asked."""
     split_dirs = list(split_dirs)
     if self.dedup:
-      deduplicated = graphs.collection_directory(pathlib.Path(work_dir) / "dedup", collection) / "train"
+      deduplicated = storage.join(graphs.collection_directory(storage.join(work_dir, "dedup"), collection), "train")
       config_dedup.deduplicate_directory(split_dirs[0], deduplicated)
       split_dirs[0] = deduplicated
     _convert_splits(split_dirs, records_root, self.configs_per_chunk)
@@ -89,8 +88,9 @@ class LayoutModel:
     """graph spec -> Keras scorer, with the training split's op feature statistics if normalizing."""
     statistics = None
     if self.normalize:
-      statistics = layout_preprocessing.op_feature_statistics(npz.read_graph(path, stream_configs=True).node_feat
-                                                              for path in sorted(pathlib.Path(train_npz_dir).glob("*.npz")))
+      statistics = layout_preprocessing.op_feature_statistics(
+          npz.read_graph(path, stream_configs=True).node_feat
+          for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
         segment_size=self.segment_size, graph_norm=self.graph_norm,
@@ -168,9 +168,9 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
   Raises GraphFileError naming the first invalid input file.
   """
   source = graphs.collection_directory(data_root, experiment.collection)
-  if not (source / "train").is_dir() or not (source / "valid").is_dir():
+  if not storage.is_directory(storage.join(source, "train")) or not storage.is_directory(storage.join(source, "valid")):
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
-  split_dirs = [source / split for split in graphs.SPLITS if (source / split).is_dir()]
+  split_dirs = [storage.join(source, split) for split in graphs.SPLITS if storage.is_directory(storage.join(source, split))]
   experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
   # records_root may be a URL (gs://...)
   return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
@@ -197,5 +197,5 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
       out_dir=out_dir, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None,
       model=dataclasses.asdict(experiment.model),
       experiment={"name": experiment.name, "collection": experiment.collection}, **experiment.training)
-  build = experiment.model.model_builder(graphs.collection_directory(data_root, experiment.collection) / "train")
+  build = experiment.model.model_builder(storage.join(graphs.collection_directory(data_root, experiment.collection), "train"))
   return trainer.run(experiment.task(), build, config, strategy, callbacks, exporters=exporters)
