@@ -52,6 +52,18 @@ def _run(script: pathlib.Path, flag: str) -> subprocess.CompletedProcess:
                         env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
 
 
+def test_a_training_program_writes_its_run_directory_at_a_url(tmp_path):
+  # ram:// lives inside the one process, as a bucket outlives it: the run must go there whole.
+  paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+  completed = subprocess.run(
+      [sys.executable, str(REPO / "baselines/tiles_train.py"), "--experiment=smallest", "--out_dir=ram://run",
+       "--records_dir=ram://records"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+      env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+  assert completed.returncode == 0, completed.stderr
+  assert "run directory: ram://run" in completed.stdout
+  assert not list(tmp_path.iterdir())  # nothing local, such as a folder "ram:" from a mangled URL
+
+
 @pytest.mark.parametrize("flag, message", [
     ("--name=input", "program: data.npz: not what was expected"),
     ("--name=missing", "program: /nonexistent/input.csv: No such file or directory"),

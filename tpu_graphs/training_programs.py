@@ -7,13 +7,12 @@ what was resolved.
 """
 
 import json
-import pathlib
 from typing import Optional
 
 from absl import flags
 
 from tpu_graphs import programs
-from tpu_graphs.data import locations
+from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
 from tpu_graphs.train import experiments, losses, strategies
@@ -65,7 +64,7 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
   strategy = strategies.choose_strategy(TPU.value)
   experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
-  out_dir = pathlib.Path(out_dir)
+  out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
   result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
                              exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
