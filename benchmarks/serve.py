@@ -140,7 +140,7 @@ def main(argv):
       "| measure | value |", "|---|---:|",
       f"| layout: the nlp test graph's ops / configurable ops / configs scored | {layout['nodes']:,} / "
       f"{layout['configurable']:,} / {layout['configs']:,} |",
-      f"| layout: configs per model call | {layout['configs_per_call']} |",
+      f"| layout: configs per SavedModel call (Ranker) | {layout['configs_per_call']:,} |",
       f"| layout: load the SavedModel | {layout['load_s']:.2f} s |",
       f"| layout: first call (graph optimization included) | {layout['first_call_s']:.2f} s |",
       f"| layout: warm call | {layout['warm_call_s']:.2f} s |",

@@ -65,7 +65,8 @@ def test_npz_file_configs_are_streamed_in_chunks(tile_export):
   path = sample_data.require_sample(REAL_TILE_FILE)
   [ranking] = ranker.Ranker(tile_export, configs_per_call=500).rank_file(path)
   assert (ranking.collection, ranking.graph_id) == ("tile:xla", path.stem)
-  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, npz.read_graph(path)), **SAME_SCORE)
+  np.testing.assert_allclose(ranking.scores, _plain_scores(tile_export, npz.read_graph(path)),
+                             **SAME_SCORE)
 
 
 def test_hlo_proto_is_featurized_into_one_ranking_per_kernel(tile_export):

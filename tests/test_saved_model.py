@@ -242,12 +242,12 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp
 def test_whole_chunks_and_a_single_config_score_like_part_of_a_longer_call(tmp_path):
   # A layout model cannot score an empty chunk, which a count of whole chunks once left over.
   graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE),
-                                       2 * saved_model.CONFIGS_PER_CALL + 10)
+                                       2 * saved_model.CONFIGS_PER_CALL["layout"] + 10)
   saved_model.export_to_run_directory(scorer, tasks.LayoutTask(prune_hops=0), tmp_path)
   loaded = tf.saved_model.load(str(tmp_path / saved_model.EXPORT_DIR_NAME))
   arrays = _plain_arrays(graph)
   longer = loaded.score(*arrays)["scores"].numpy()
-  for num_configs in (1, saved_model.CONFIGS_PER_CALL, 2 * saved_model.CONFIGS_PER_CALL):
+  for num_configs in (1, saved_model.CONFIGS_PER_CALL["layout"], 2 * saved_model.CONFIGS_PER_CALL["layout"]):
     np.testing.assert_allclose(loaded.score(*arrays[:-1], arrays[-1][:num_configs])["scores"].numpy(),
                                longer[:num_configs], rtol=1e-5, atol=1e-5)
 

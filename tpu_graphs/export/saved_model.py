@@ -40,9 +40,11 @@ PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
 EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
 Preprocess = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
-# Configs scored per model call inside the plain signature: bounds memory whatever c is, while the
-# per-graph work (building the graph, pruning) happens once per signature call.
-CONFIGS_PER_CALL = 128
+# Configs scored per model call inside the plain signature, per kind: bounds memory whatever c is,
+# while the per-graph work (building the graph, pruning) happens once per signature call. A layout
+# call holds (ops x configs x units) states: 32 configs of the 21,918-op nlp graph score faster
+# than 128 (their states stay in cache) and peak lower (benchmarks/serve.py).
+CONFIGS_PER_CALL = {"tile": 128, "layout": 32}
 
 _GRAPH_INPUTS = (
     tf.TensorSpec([None, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
@@ -135,25 +137,22 @@ class ServingModule(tf.Module):
       return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
 
     def chunked_scores(structure, config_features) -> tf.Tensor:
-      """Scores of all configs, CONFIGS_PER_CALL at a time, joined to the once-preprocessed structure.
+      """Scores of all configs, CONFIGS_PER_CALL[kind] at a time, joined to the once-preprocessed structure.
 
-      The configs are padded (with zeros) up to whole chunks and the padding's scores dropped, so
-      every model call sees a chunk of one static size and the whole function also compiles under
-      XLA for given input shapes (a compiler may AOT-compile it).
+      Every model call sees a chunk of one static size (the last one filled up with copies of the
+      last config, whose scores are dropped), so the whole function also compiles under XLA for
+      given input shapes (a compiler may AOT-compile it).
       """
+      size = CONFIGS_PER_CALL[kind]
       total = tf.shape(config_features)[0]
-      chunks = tf.maximum((total + CONFIGS_PER_CALL - 1) // CONFIGS_PER_CALL, 1)
-      padding = tf.concat([[[0, chunks * CONFIGS_PER_CALL - total]],
-                           tf.zeros([config_features.shape.rank - 1, 2], tf.int32)], 0)
-      chunked = tf.reshape(tf.pad(config_features, padding),
-                           tf.concat([[chunks, CONFIGS_PER_CALL], tf.shape(config_features)[1:]], 0))
+      chunks = tf.maximum((total + size - 1) // size, 1)
 
       def score_chunk(chunk, parts):
-        rows = chunked[chunk]
+        rows = tf.gather(config_features, tf.minimum(chunk * size + tf.range(size), total - 1))
         return chunk + 1, parts.write(chunk, scored(records.join(
-            kind, structure, records.chunk_from_arrays(kind, rows, chunk * CONFIGS_PER_CALL))))
+            kind, structure, records.chunk_from_arrays(kind, rows, chunk * size))))
 
-      parts = tf.TensorArray(tf.float32, size=chunks, element_shape=[CONFIGS_PER_CALL])
+      parts = tf.TensorArray(tf.float32, size=chunks, element_shape=[size])
       _, parts = tf.while_loop(lambda chunk, _: chunk < chunks, score_chunk, (tf.constant(0), parts),
                                parallel_iterations=1)  # one chunk alive at a time
       return tf.reshape(parts.stack(), [-1])[:total]
