@@ -12,7 +12,7 @@ from tpu_graphs.train import experiments, tasks
 
 def test_layout_recipe_is_the_layout_default():
   recipe = experiments.experiment("layout", "layout:nlp:random")
-  assert recipe.training == {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 64,
+  assert recipe.training == {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 128,
                              "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutModel(
