@@ -45,20 +45,17 @@ def test_failure_line_names_the_file_for_expected_failures_only(error, line):
   assert programs.failure_line(error) == line
 
 
-def _run(script: pathlib.Path, flag: str) -> subprocess.CompletedProcess:
+def _run(script: pathlib.Path, *flags: str, timeout: int = 60, cwd=None) -> subprocess.CompletedProcess:
   """Runs the program with this checkout's tpu_graphs."""
   paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-  return subprocess.run([sys.executable, str(script), flag], capture_output=True, text=True, timeout=60,
-                        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+  return subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=timeout,
+                        cwd=cwd, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
 
 
 def test_a_training_program_writes_its_run_directory_at_a_url(tmp_path):
   # ram:// lives inside the one process, as a bucket outlives it: the run must go there whole.
-  paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-  completed = subprocess.run(
-      [sys.executable, str(REPO / "baselines/tiles_train.py"), "--experiment=smallest", "--out_dir=ram://run",
-       "--records_dir=ram://records"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-      env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+  completed = _run(REPO / "baselines/tiles_train.py", "--experiment=smallest", "--out_dir=ram://run",
+                   "--records_dir=ram://records", timeout=600, cwd=tmp_path)
   assert completed.returncode == 0, completed.stderr
   assert "run directory: ram://run" in completed.stdout
   assert not list(tmp_path.iterdir())  # nothing local, such as a folder "ram:" from a mangled URL

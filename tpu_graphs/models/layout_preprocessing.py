@@ -77,16 +77,21 @@ def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> t
   producer_starts, producers = _grouped_edges(targets, sources, num_nodes)
   consumer_starts, consumers = _grouped_edges(sources, targets, num_nodes)
   waiting_for = tf.cast(producer_starts[1:] - producer_starts[:-1], tf.int32)  # producers not yet done
-  # Element n is a row of zeros that every gather includes, so no gather is empty.
-  rows = tf.TensorArray(tf.uint8, size=tf.cast(num_nodes, tf.int32) + 1, element_shape=tf.TensorShape([None]), clear_after_read=False)
-  rows = rows.write(tf.cast(num_nodes, tf.int32), tf.zeros([num_kept], tf.uint8))
+  zero_row = tf.cast(num_nodes, tf.int32)  # element n: a row of zeros, so no gather is empty
+  rows = tf.TensorArray(tf.uint8, size=zero_row + 1, element_shape=tf.TensorShape([None]), clear_after_read=False)
+  rows = rows.write(zero_row, tf.zeros([num_kept], tf.uint8))
+
+  def most_of_rows(rows, ops, segments, num_segments):
+    """(num_segments, n_kept): per segment, the elementwise max of the rows of its `ops`; zeros
+    for a segment without any."""
+    gathered = rows.gather(tf.concat([tf.cast(ops, tf.int32), [zero_row]], 0))
+    return tf.math.unsorted_segment_max(gathered, tf.concat([segments, [0]], 0),
+                                        tf.maximum(num_segments, 1))[:num_segments]
 
   def visit(frontier, waiting_for, rows):
     producer, position = _edges_of(frontier, producer_starts, producers)
-    incoming = tf.math.unsorted_segment_max(
-        rows.gather(tf.cast(tf.concat([producer, [num_nodes]], 0), tf.int32)), tf.concat([position, [0]], 0),
-        tf.shape(frontier, tf.int64)[0])  # (frontier ops, n_kept)
-    own = tf.one_hot(tf.gather(kept_index, frontier), tf.cast(num_kept, tf.int32), dtype=tf.uint8)  # zeros for ops not kept
+    incoming = most_of_rows(rows, producer, position, tf.shape(frontier, tf.int64)[0])  # (frontier ops, n_kept)
+    own = tf.one_hot(tf.gather(kept_index, frontier), tf.cast(num_kept, tf.int32), dtype=tf.uint8)  # 0s if not kept
     kept = tf.gather(keep, frontier)[:, tf.newaxis]
     row = tf.where(kept, tf.where(incoming > 0, tf.constant(2, tf.uint8), own), incoming)
     consumer, _ = _edges_of(frontier, consumer_starts, consumers)
@@ -99,10 +104,8 @@ def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> t
       (tf.where(tf.equal(waiting_for, 0))[:, 0], waiting_for, rows),
       shape_invariants=(tf.TensorShape([None]), waiting_for.shape, None))
   into_kept = tf.gather(keep, targets)
-  incoming = tf.math.unsorted_segment_max(
-      rows.gather(tf.cast(tf.concat([tf.boolean_mask(sources, into_kept), [num_nodes]], 0), tf.int32)),
-      tf.concat([tf.gather(kept_index, tf.boolean_mask(targets, into_kept)), [0]], 0),
-      tf.maximum(num_kept, 1))[:num_kept]  # (n_kept consumers, n_kept producers)
+  incoming = most_of_rows(rows, tf.boolean_mask(sources, into_kept), tf.gather(kept_index, tf.boolean_mask(
+      targets, into_kept)), num_kept)  # (n_kept consumers, n_kept producers)
   pairs = tf.gather(kept_ops, tf.where(incoming == 1))  # [consumer, producer]
   return tf.reverse(pairs, axis=[1])
 
