@@ -50,8 +50,6 @@ _GRAPH_NORM = flags.DEFINE_bool("graph_norm", None, "GraphNorm over a graph's op
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
     "cross_config_attention", None, "Attention over the configs of a list before scoring (scores then depend on the "
     "list a config is scored in).")
-_ENCODER_SKIP = flags.DEFINE_bool(
-    "encoder_skip", None, "Per-op scores also read each op's encoded state, from before message passing and GraphNorm.")
 _CONFIG_ENCODINGS = flags.DEFINE_list(
     "config_encodings", None,
     "What the model reads of each config's layouts, any of: categories (embedded layout values, else raw numbers), "
@@ -76,7 +74,7 @@ def main(argv):
   model = training_programs.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                    "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
                                    "cross_config_attention": _CROSS_CONFIG_ATTENTION,
-                                   "config_encodings": _CONFIG_ENCODINGS, "encoder_skip": _ENCODER_SKIP})
+                                   "config_encodings": _CONFIG_ENCODINGS})
   if "prune_hops" in model and model["prune_hops"] < 0:
     model["prune_hops"] = None
   if "segment_size" in model:

@@ -240,11 +240,9 @@ class LayoutReadout(tf.keras.layers.Layer):
       self._list_score = tf.keras.Sequential([tf.keras.layers.Dense(units, activation="relu"),
                                               tf.keras.layers.Dense(1)])
 
-  def call(self, graph: tfgnn.GraphTensor, encoded: Optional[tf.Tensor] = None) -> tf.Tensor:
-    """Scores (c,); `encoded` (n, k, d'), if given, is read beside each op's final state."""
+  def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
     states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
-    op_inputs = states if encoded is None else tf.concat([encoded, states], axis=-1)
-    per_op = tf.squeeze(self._score(self._hidden(op_inputs)), -1)  # (n, k)
+    per_op = tf.squeeze(self._score(self._hidden(states)), -1)  # (n, k)
     per_list = tfgnn.pool_nodes_to_context(graph, "op", "sum", feature_value=per_op)  # (b, k)
     positions = config_lists.list_positions(graph)
     if self.cross_config_attention:
@@ -264,8 +262,7 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
                        segment_size: Optional[int] = None, graph_norm: bool = False,
                        cross_config_attention: bool = False,
-                       config_encodings: Sequence[str] = CONFIG_ENCODINGS,
-                       encoder_skip: bool = False) -> tf.keras.Model:
+                       config_encodings: Sequence[str] = CONFIG_ENCODINGS) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
 
   Args:
@@ -279,8 +276,6 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     graph_norm: GraphNorm after every round of message passing (hurts ranking unseen programs).
     cross_config_attention: attention over the configs of a list before scoring.
     config_encodings: what the encoder tells the GNN about layouts, a subset of CONFIG_ENCODINGS.
-    encoder_skip: per-op scores also read the op's encoded state, from before message passing and
-      GraphNorm: its own layout choice, not relative to the other ops of its graph and config.
   """
   inputs = tf.keras.layers.Input(type_spec=graph_spec)
   graph = gnn.AddReversedEdges()(inputs)
@@ -290,12 +285,11 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     mask = SegmentSampler(segment_size)(graph)
     stop = SegmentGradientStop()
     graph = stop(graph, mask)
-  encoded = graph.node_sets["op"][tfgnn.HIDDEN_STATE] if encoder_skip else None
   for _ in range(num_layers):
     graph = gnn.message_passing_update(backbone, units)(graph)
     if graph_norm:
       graph = GraphNorm(units)(graph)
     if segment_size is not None:
       graph = stop(graph, mask)
-  scores = LayoutReadout(units, cross_config_attention)(graph, encoded)
+  scores = LayoutReadout(units, cross_config_attention)(graph)
   return tf.keras.Model(inputs, scores, name=f"layout_{backbone}")

@@ -74,7 +74,6 @@ class LayoutModel:
   graph_norm: bool = False
   cross_config_attention: bool = False  # attention over the configs of a list
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
-  encoder_skip: bool = False  # per-op scores also read each op's encoded state (before message passing)
   configs_per_chunk: int = 256
 
   def task(self) -> tasks.LayoutTask:
@@ -100,8 +99,7 @@ class LayoutModel:
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
         segment_size=self.segment_size, graph_norm=self.graph_norm,
-        cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings,
-        encoder_skip=self.encoder_skip)
+        cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
 
 
 ModelSettings = Union[TileModel, LayoutModel]
