@@ -6,9 +6,11 @@
 The first table: graphs, nodes, edges, configs and nc/n per collection and split. The second, per
 layout collection and split, medians over files of: distinct layouts a configurable node takes
 and how often it takes its most common one (means over the file's nodes,
-tpu_graphs/data/layout_search.py), the runtime spread (slowest / fastest config), and the
-within-program per-node-layout ridge tau (half of a file's configs ranks the other half,
-tpu_graphs/train/ridge.py). Spread and tau need runtimes, so unlabelled (test) splits show '-'.
+tpu_graphs/data/layout_search.py), the runtime spread (slowest / fastest config), the Kendall tau
+of runtime against the number of ops off their modal layout (is straying from the common layouts
+slow in itself?), and the within-program per-node-layout ridge tau (half of a file's configs ranks
+the other half, tpu_graphs/train/ridge.py). Spread and taus need runtimes, so unlabelled (test)
+splits show '-'.
 Every file is validated on the way (config features are streamed, not loaded).
 """
 
@@ -24,11 +26,12 @@ from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.train import metrics
 from tpu_graphs.train import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
 _LAYOUT_SEARCH_HEADER = ("collection", "split", "graphs", "distinct layouts per node", "modal fraction",
-                         "runtime spread (max/min)", "per-node layout ridge tau")
+                         "runtime spread (max/min)", "tau of ops off their modal layout", "per-node layout ridge tau")
 
 
 def layout_search_table(root: pathlib.Path, order: list[tuple[str, Optional[str]]]) -> str:
@@ -38,14 +41,16 @@ def layout_search_table(root: pathlib.Path, order: list[tuple[str, Optional[str]
     graph = npz.read_graph(path, stream_configs=True)
     if isinstance(graph, graphs.LayoutGraph):
       found = layout_search.layout_search_statistics(graph)
-      tau = None if found.runtime_spread is None else ridge.per_node_layout_ridge_tau(graph)
+      labelled = found.runtime_spread is not None
+      off_modal_tau = metrics.kendall_tau(graph.runtimes(), found.off_modal_ops) if labelled else None
+      tau = ridge.per_node_layout_ridge_tau(graph) if labelled else None
       per_split.setdefault((graph.collection, graph.split), []).append(
-          (found.distinct_layouts, found.modal_fraction, found.runtime_spread, tau))
+          (found.distinct_layouts, found.modal_fraction, found.runtime_spread, off_modal_tau, tau))
   rows = []
   for key in (key for key in order if key in per_split):
     columns = list(zip(*per_split[key]))
     cells = [median(columns[0], "{:.1f}"), median(columns[1], "{:.2f}"), median(columns[2], "{:.2f}x"),
-             median(columns[3], "{:.2f}")]
+             median(columns[3], "{:.2f}"), median(columns[4], "{:.2f}")]
     rows.append((key[0], key[1] or "-", str(len(per_split[key])), *cells))
   return statistics.markdown_table(_LAYOUT_SEARCH_HEADER, rows)
 

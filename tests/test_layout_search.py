@@ -1,4 +1,5 @@
-"""Layout-search statistics: layouts per configurable node, modal fraction, runtime spread."""
+"""Layout-search statistics: layouts per configurable node, modal fraction, runtime spread, ops off
+their modal layout."""
 
 import sys
 
@@ -44,6 +45,13 @@ def test_streamed_features_give_the_same_categories(tmp_path):
   in_memory = layout_search.node_layout_categories(feat)
   from_disk = layout_search.node_layout_categories(streamed)
   assert all((a == b).all() for a, b in zip(in_memory, from_disk))
+
+
+def test_ops_off_their_modal_layout_are_counted_per_config():
+  nodes = np.concatenate([_rows((1, 0), (1, 0), (0, 1), (1, 0), (0, 1)),
+                          _rows((2, 1, 0), (2, 1, 0), (2, 1, 0), (2, 1, 0), (1, 2, 0))], axis=1)
+  categories, _ = layout_search.node_layout_categories(nodes)
+  assert layout_search.off_modal_ops(categories).tolist() == [0, 0, 1, 0, 2]
 
 
 def test_values_that_are_no_layout_dim_are_rejected():

@@ -14,10 +14,10 @@ from what its consumer asks for (layout_features.py), so:
   the op's own default layout), adds each configurable op's cost features (layout changes, minor
   dimension sizes, (8, 128) padding waste) and, per `feeds` edge, whether the config makes XLA
   copy between producer and consumer;
-* a residual GNN (gnn.message_passing_update, messages along `feeds` and its reverse) lets
-  layouts interact; GraphNorm over the ops of one graph and config after each round is an option,
-  off by default: it removes each config's mean op state, which is what ranks programs the model
-  never saw (see experiments.LayoutModel.graph_norm);
+* a residual GNN (gnn.message_passing_update, messages along `feeds` and its reverse), each round
+  followed by GraphNorm over the ops of one graph and config, lets layouts interact (GraphNorm
+  removes each config's mean op state: better on real programs, worse on unseen generated ones,
+  see experiments.LayoutModel.graph_norm);
 * the readout scores every op and sums over the graph: an additive cost model, learnt. Optional
   cross-config attention lets each config's pooled state see the other configs of its list (its
   scores then depend on the list a config is scored in).
@@ -260,7 +260,7 @@ class LayoutReadout(tf.keras.layers.Layer):
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
                        num_layers: int = 3,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
-                       segment_size: Optional[int] = None, graph_norm: bool = False,
+                       segment_size: Optional[int] = None, graph_norm: bool = True,
                        cross_config_attention: bool = False,
                        config_encodings: Sequence[str] = CONFIG_ENCODINGS) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
@@ -273,7 +273,7 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
     feature_statistics: (mean, deviation) of log-scaled op features (140,) from
       `layout_preprocessing.op_feature_statistics` on the training graphs; None = log scale only.
     segment_size: if set, Graph Segment Training with segments of this many ops.
-    graph_norm: GraphNorm after every round of message passing (hurts ranking unseen programs).
+    graph_norm: GraphNorm after every round of message passing.
     cross_config_attention: attention over the configs of a list before scoring.
     config_encodings: what the encoder tells the GNN about layouts, a subset of CONFIG_ENCODINGS.
   """
