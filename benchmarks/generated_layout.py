@@ -71,12 +71,10 @@ def test_taus(predictions_csv: pathlib.Path, labels: dict[str, np.ndarray]) -> d
   taus = {}
   for prediction in predictions.read_predictions(predictions_csv):
     runtimes = labels[prediction.graph_id]
-    order = np.asarray(prediction.ranking)
-    if sorted(order.tolist()) != list(range(len(runtimes))):
-      raise ValueError(f"{predictions_csv}: does not rank all {len(runtimes)} configs of {prediction.graph_id}")
-    ranks = np.empty(len(runtimes))
-    ranks[order] = np.arange(len(runtimes))
-    taus[prediction.graph_id] = metrics.kendall_tau(runtimes, ranks)
+    try:
+      taus[prediction.graph_id] = metrics.kendall_tau(runtimes, prediction.positions(len(runtimes)))
+    except ValueError as error:
+      raise ValueError(f"{predictions_csv}: {error}") from None
   if set(taus) != set(labels):
     raise ValueError(f"{predictions_csv}: ranks {sorted(taus)}, the test split holds {sorted(labels)}")
   return taus

@@ -102,12 +102,10 @@ def ridge_tau(features: np.ndarray, log_runtimes: np.ndarray, rows: dict[str, np
 def predicted_scores(predictions_csv: pathlib.Path, num_configs: int) -> np.ndarray:
   """(c,) rank of every config (0 = predicted fastest) from a run's single-graph predictions.csv."""
   prediction, = predictions.read_predictions(predictions_csv)
-  order = np.asarray(prediction.ranking)
-  if sorted(order.tolist()) != list(range(num_configs)):
-    raise ValueError(f"{predictions_csv}: does not rank all {num_configs} test configs")
-  scores = np.empty(num_configs)
-  scores[order] = np.arange(num_configs)
-  return scores
+  try:
+    return prediction.positions(num_configs)
+  except ValueError as error:
+    raise ValueError(f"{predictions_csv}: {error}") from None
 
 
 def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: pathlib.Path, seed: int,

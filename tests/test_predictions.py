@@ -21,6 +21,14 @@ def test_written_rows_read_back_in_the_order_written(tmp_path):
   assert predictions.read_predictions(tmp_path / "run/predictions.csv") == rows
 
 
+def test_positions_place_every_config_where_the_ranking_puts_it():
+  prediction = predictions.Prediction("layout:xla:default", "g", (2, 0, 3, 1))
+  assert prediction.positions(4).tolist() == [1, 3, 0, 2]
+  for short_or_repeated in [(2, 0, 3), (2, 0, 3, 3)]:
+    with pytest.raises(ValueError, match="layout:xla:default:g: does not rank all 4 configs once each"):
+      predictions.Prediction("layout:xla:default", "g", short_or_repeated).positions(4)
+
+
 @pytest.mark.parametrize("rows, header, message", [
     (["tile:xla:abc,0;1;x"], "ID,TopConfigs", "row 2: invalid literal"),
     (["tiles:xla:abc,0;1"], "ID,TopConfigs", "row 2: ID 'tiles:xla:abc' is not <collection>:<graph id>"),

@@ -13,6 +13,8 @@ import os
 import pathlib
 from typing import Iterable, Iterator
 
+import numpy as np
+
 from tpu_graphs.data import errors, graphs, storage
 
 HEADER = ("ID", "TopConfigs")
@@ -35,6 +37,16 @@ class Prediction:
   @classmethod
   def from_row_id(cls, row_id: str, ranking: tuple[int, ...]) -> "Prediction":
     return cls(*split_row_id(row_id), ranking)
+
+  def positions(self, num_configs: int) -> np.ndarray:
+    """(num_configs,) float64 each config's place in the ranking (0 = predicted fastest): scores a
+    metric can compare with runtimes. ValueError unless the ranking lists every config once."""
+    order = np.asarray(self.ranking, np.int64)
+    if sorted(order.tolist()) != list(range(num_configs)):
+      raise ValueError(f"{self.row_id}: does not rank all {num_configs} configs once each")
+    positions = np.empty(num_configs)
+    positions[order] = np.arange(num_configs)
+    return positions
 
 
 def split_row_id(row_id: str) -> tuple[str, str]:
