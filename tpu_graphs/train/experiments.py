@@ -69,9 +69,10 @@ class LayoutModel:
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
   # programs that helped (seed-0 splits: unet3d 0.820 vs 0.795, unet_3d.4x4.bf16 0.385 vs 0.354,
   # unet3d -> unet_3d.4x4.bf16 0.269 vs 0.214; benchmarks/real_layout.py), on unseen generated
-  # programs it hurt (valid tau 0.48 / 0.17 / 0.07 / 0.03 against 0.69 / 0.46 / 0.32 / 0.22,
-  # benchmarks/generated_layout.py), whose runtimes carry a shared signal real ones lack (how many
-  # ops a config moves off their default). Real measurements decide.
+  # programs it hurt (valid tau 0.475 / 0.174 / 0.071 / 0.035 against 0.690 / 0.463 / 0.324 / 0.223,
+  # benchmarks/generated_layout.py), partly because their default-search runtimes grow with how
+  # many ops a config moves off their most common layout and real ones do not (baselines/stats.py).
+  # Real measurements decide.
   graph_norm: bool = True
   cross_config_attention: bool = False  # attention over the configs of a list
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
