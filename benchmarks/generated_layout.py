@@ -2,6 +2,7 @@
 
   python benchmarks/generated_layout.py                                   # the quickstart's layout runs
   python benchmarks/generated_layout.py --variant "GraphNorm=--graph_norm" --variant "ListMLE=--loss=listmle:1"
+  python benchmarks/generated_layout.py --previous_commit=                 # without the previous default
 
 For each of the four generated layout collections, `baselines/layout_train.py` trains the named
 experiment (default `quickstart`, the main job's layout settings) on the collection's train
@@ -11,6 +12,10 @@ shows) and the test tau, scored from the run's predictions.csv against the gener
 labels (never seen in training or selection). Programs differ between the splits (layout:xla:
 mobilenet and vgg16 valid, resnet50_v2 and unet test; layout:nlp: mlp_mixer valid, lstm test), so
 this measures what real use needs: ranking a new program's configs.
+
+The previous default is the main job of --previous_commit (checked out into a temporary folder)
+run on the same generated tree, its layout runs scored the same way: the bar a change of the
+recipe must not fall below is then measured on today's data, not quoted from an older generator.
 
 Writes a Markdown table with the machine, date and command to --out (and prints it) and a bar plot
 beside it. Each (collection, variant)'s result is appended to a .jsonl beside --out as soon as it
@@ -41,9 +46,13 @@ _VARIANT = flags.DEFINE_multi_string("variant", [], "NAME=FLAGS: also train with
                                      "(space-separated), e.g. 'GraphNorm=--graph_norm'; repeat for more.")
 _COLLECTIONS = flags.DEFINE_list("collections", [c for c in graphs.COLLECTIONS if c.startswith("layout:")],
                                  "Which layout collections.")
+_PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "d1dd45b",
+                                       "Commit whose main job (baselines/quickstart.py) trains the 'previous "
+                                       "default' on the same data; '' = skip.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("generated_layout")), "Markdown table to write.")
 
 RECIPE = "recipe"
+PREVIOUS = "previous default"
 
 
 def parsed_variants(specs: list[str]) -> list[tuple[str, list[str]]]:
@@ -80,21 +89,44 @@ def test_taus(predictions_csv: pathlib.Path, labels: dict[str, np.ndarray]) -> d
   return taus
 
 
+def scored_run(collection: str, run_dir: pathlib.Path) -> dict:
+  """{valid tau of the kept epoch, test tau per graph and mean} of a finished layout_train.py run."""
+  run = json.loads((run_dir / "metrics.json").read_text())
+  taus = test_taus(run_dir / "predictions.csv", hidden_labels(pathlib.Path(_DATA_DIR.value), collection))
+  return {"valid": run["history"][run["best_epoch"]]["val_kendall_tau"], "test": float(np.mean(list(taus.values()))),
+          "test_per_graph": taus}
+
+
+def checked_run(command: list[str], repository: pathlib.Path) -> None:
+  result = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(repository)})
+  if result.returncode:
+    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+
+
 def train_and_score(collection: str, extra_flags: list[str], run_dir: pathlib.Path) -> dict:
-  """Trains one run; {valid tau of the kept epoch, test tau per graph and mean, seconds}."""
+  """Trains one run; scored_run's figures and the seconds it took."""
   _, source, search = collection.split(":")
   command = [sys.executable, str(locations.REPOSITORY / "baselines/layout_train.py"), f"--source={source}",
              f"--search={search}", f"--experiment={_EXPERIMENT.value}", f"--data_root={pathlib.Path(_DATA_DIR.value) / 'npz'}",
              f"--out_dir={run_dir}", *extra_flags]
   start = time.perf_counter()
-  result = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(locations.REPOSITORY)})
-  if result.returncode:
-    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-  run = json.loads((run_dir / "metrics.json").read_text())
-  taus = test_taus(run_dir / "predictions.csv", hidden_labels(pathlib.Path(_DATA_DIR.value), collection))
-  return {"valid": run["history"][run["best_epoch"]]["val_kendall_tau"], "test": float(np.mean(list(taus.values()))),
-          "test_per_graph": taus, "seconds": time.perf_counter() - start}
+  checked_run(command, locations.REPOSITORY)
+  return {**scored_run(collection, run_dir), "seconds": time.perf_counter() - start}
+
+
+def previous_default(commit: str, scratch: pathlib.Path) -> dict[str, dict]:
+  """{collection: scored_run} of the main job at `commit` on --data_dir (it trains every collection
+  at once; the seconds are its whole run's share per layout collection)."""
+  tree = locations.checkout(commit, scratch / "previous")
+  out_dir = scratch / "previous_run"
+  start = time.perf_counter()
+  checked_run([sys.executable, str(tree / "baselines/quickstart.py"), f"--data_root={pathlib.Path(_DATA_DIR.value) / 'npz'}",
+               f"--out_dir={out_dir}"], tree)
+  seconds = time.perf_counter() - start
+  return {collection: {**scored_run(collection, out_dir / "runs" / collection.replace(":", "_")),
+                       "seconds": seconds / len(_COLLECTIONS.value)}
+          for collection in _COLLECTIONS.value}
 
 
 def recorded(path: pathlib.Path) -> dict[tuple[str, str], dict]:
@@ -130,19 +162,30 @@ def main(argv):
   out = pathlib.Path(_OUT.value)
   journal = out.with_suffix(".jsonl")
   results = recorded(journal)
+
+  def record(result: dict) -> None:
+    results[(result["collection"], result["variant"])] = result
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    with open(journal, "a") as stream:
+      stream.write(json.dumps(result) + "\n")
+    print(json.dumps(result), flush=True)
+
   with tempfile.TemporaryDirectory(prefix="generated_layout_") as scratch:
+    if _PREVIOUS_COMMIT.value:
+      if any((collection, PREVIOUS) not in results for collection in _COLLECTIONS.value):
+        print(f"{PREVIOUS}: the main job at {_PREVIOUS_COMMIT.value} ...", flush=True)
+        for collection, result in previous_default(_PREVIOUS_COMMIT.value, pathlib.Path(scratch)).items():
+          if (collection, PREVIOUS) not in results:
+            record({"collection": collection, "variant": PREVIOUS, "flags": [f"commit {_PREVIOUS_COMMIT.value}"],
+                    **result})
+      variants.insert(0, (PREVIOUS, [f"the main job at {_PREVIOUS_COMMIT.value}"]))
     for collection in _COLLECTIONS.value:
       for name, extra in variants:
         if (collection, name) in results:
           continue
         print(f"{collection}, {name}: training ...", flush=True)
-        result = {"collection": collection, "variant": name, "flags": extra,
-                  **train_and_score(collection, extra, pathlib.Path(scratch) / f"{collection.replace(':', '_')}_{name}")}
-        results[(collection, name)] = result
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        with open(journal, "a") as stream:
-          stream.write(json.dumps(result) + "\n")
-        print(json.dumps(result), flush=True)
+        record({"collection": collection, "variant": name, "flags": extra,
+                **train_and_score(collection, extra, pathlib.Path(scratch) / f"{collection.replace(':', '_')}_{name}")})
   names = [name for name, _ in variants]
   lines = [f"Experiment `{_EXPERIMENT.value}` per collection, one run each; valid: the kept epoch's mean Kendall tau on "
            "the valid programs; test: mean Kendall tau on the test programs against the hidden labels. Variants: "
