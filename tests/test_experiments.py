@@ -1,6 +1,7 @@
 """Named experiments: every collection resolves to its kind's task and settings; the layout recipe
 keeps its values; overrides replace only what they name."""
 
+import dataclasses
 import sys
 
 import pytest
@@ -19,6 +20,12 @@ def test_layout_recipe_is_the_layout_default():
       units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
       graph_norm=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
       configs_per_chunk=256)
+
+
+@pytest.mark.parametrize("collection", [c for c in graphs.COLLECTIONS if c.startswith("layout:")])
+def test_main_jobs_layout_model_is_the_recipes_without_graph_norm(collection):
+  main_job, recipe = (experiments.experiment(name, collection).model for name in ("quickstart", "layout"))
+  assert main_job == dataclasses.replace(recipe, graph_norm=False)
 
 
 @pytest.mark.parametrize("name", ["quickstart", "smallest"])

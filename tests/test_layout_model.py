@@ -102,14 +102,15 @@ def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   assert metrics.kendall_tau(graph.config_runtime[rows["test"]], scores) > 0.5
 
 
-def test_recipe_ranks_programs_it_never_saw(tmp_path):
-  """One epoch of the layout recipe on the generated xla train programs ranks the configs of the
-  valid programs (other architectures) far better than chance: 0.40 measured (the generated
-  programs' full runs, with and without GraphNorm, are benchmarks/generated_layout.py's)."""
+def test_main_job_ranks_programs_it_never_saw(tmp_path):
+  """One epoch of the main job's layout run on the generated xla train programs ranks the configs of
+  the valid programs (other architectures) far better than chance: 0.67 measured; with GraphNorm
+  (the real-data recipe) the same epoch gets 0.40, so the bar also catches GraphNorm coming back into
+  the main job (full runs: benchmarks/generated_layout.py)."""
   recipe = experiments.experiment("quickstart", "layout:xla:default").overridden(
       training={"epochs": 1, "warmup_steps": 20, "verbose": 0})
   result = experiments.train(recipe, GENERATED_VALID.parents[3], tmp_path / "run")
-  assert result["valid"]["mean"]["kendall_tau"] > 0.25
+  assert result["valid"]["mean"]["kendall_tau"] > 0.55
 
 
 def test_segment_draws_resume_from_a_checkpoint_as_they_would_have_continued(tmp_path):
