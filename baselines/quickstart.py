@@ -1,6 +1,6 @@
 """The main job: from an npz tree to a validated Kaggle submission, SavedModels and a report.
 
-  python baselines/quickstart.py                                 # embedded generated data, ~10 min on 2 cores
+  python baselines/quickstart.py                                 # embedded generated data, ~11 min on 2 cores
   python baselines/quickstart.py --experiment smallest --out_dir /tmp/q  # the smallest run (also --mode smallest)
   python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real
   bazel run //baselines:quickstart
