@@ -25,9 +25,7 @@ is known, and a rerun after a kill trains only what is missing (delete it to mea
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +42,8 @@ _DATA_DIR = flags.DEFINE_string("data_dir", str(locations.EMBEDDED_NPZ.parent),
 _EXPERIMENT = flags.DEFINE_string("experiment", "quickstart", "The experiment layout_train.py starts from.")
 _VARIANT = flags.DEFINE_multi_string("variant", [], "NAME=FLAGS: also train with these extra layout_train.py flags "
                                      "(space-separated), e.g. 'GraphNorm=--graph_norm'; repeat for more.")
-_COLLECTIONS = flags.DEFINE_list("collections", [c for c in graphs.COLLECTIONS if c.startswith("layout:")],
-                                 "Which layout collections.")
+LAYOUT_COLLECTIONS = [c for c in graphs.COLLECTIONS if c.startswith("layout:")]
+_COLLECTIONS = flags.DEFINE_list("collections", LAYOUT_COLLECTIONS, "Which layout collections.")
 _PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "d1dd45b",
                                        "Commit whose main job (baselines/quickstart.py) trains the 'previous "
                                        "default' on the same data; '' = skip.")
@@ -97,13 +95,6 @@ def scored_run(collection: str, run_dir: pathlib.Path) -> dict:
           "test_per_graph": taus}
 
 
-def checked_run(command: list[str], repository: pathlib.Path) -> None:
-  result = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(repository)})
-  if result.returncode:
-    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-
-
 def train_and_score(collection: str, extra_flags: list[str], run_dir: pathlib.Path) -> dict:
   """Trains one run; scored_run's figures and the seconds it took."""
   _, source, search = collection.split(":")
@@ -111,21 +102,21 @@ def train_and_score(collection: str, extra_flags: list[str], run_dir: pathlib.Pa
              f"--search={search}", f"--experiment={_EXPERIMENT.value}", f"--data_root={pathlib.Path(_DATA_DIR.value) / 'npz'}",
              f"--out_dir={run_dir}", *extra_flags]
   start = time.perf_counter()
-  checked_run(command, locations.REPOSITORY)
+  locations.run_with_tree(command, locations.REPOSITORY)
   return {**scored_run(collection, run_dir), "seconds": time.perf_counter() - start}
 
 
 def previous_default(commit: str, scratch: pathlib.Path) -> dict[str, dict]:
   """{collection: scored_run} of the main job at `commit` on --data_dir (it trains every collection
-  at once; the seconds are its whole run's share per layout collection)."""
+  at once; the seconds are its whole run divided by its layout collections)."""
   tree = locations.checkout(commit, scratch / "previous")
   out_dir = scratch / "previous_run"
   start = time.perf_counter()
-  checked_run([sys.executable, str(tree / "baselines/quickstart.py"), f"--data_root={pathlib.Path(_DATA_DIR.value) / 'npz'}",
-               f"--out_dir={out_dir}"], tree)
+  locations.run_with_tree([sys.executable, str(tree / "baselines/quickstart.py"),
+                           f"--data_root={pathlib.Path(_DATA_DIR.value) / 'npz'}", f"--out_dir={out_dir}"], tree)
   seconds = time.perf_counter() - start
   return {collection: {**scored_run(collection, out_dir / "runs" / collection.replace(":", "_")),
-                       "seconds": seconds / len(_COLLECTIONS.value)}
+                       "seconds": seconds / len(LAYOUT_COLLECTIONS)}
           for collection in _COLLECTIONS.value}
 
 

@@ -19,7 +19,6 @@ import os
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,11 +62,7 @@ def _run(source: pathlib.Path, collection: str, records_dir: pathlib.Path) -> di
   """One measurement in a fresh process importing tpu_graphs from `source`."""
   command = [sys.executable, str(pathlib.Path(__file__).resolve()), f"--measure={collection}",
              f"--records={records_dir}", f"--epochs={_EPOCHS.value}"]
-  result = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(source)}, cwd=str(source))
-  if result.returncode:
-    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
-  measured = json.loads(result.stdout.strip().splitlines()[-1])
+  measured = json.loads(locations.run_with_tree(command, source, cwd=str(source)).strip().splitlines()[-1])
   if pathlib.Path(measured["package"]).resolve() != (source / "tpu_graphs").resolve():
     raise RuntimeError(f"measured {measured['package']}, not the tpu_graphs of {source}")
   return measured

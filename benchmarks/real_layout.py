@@ -29,9 +29,7 @@ it is known, and a rerun after a kill measures only what is missing (delete it t
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -117,10 +115,7 @@ def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: 
              f"--search={search}", f"--data_root={data_root}", f"--out_dir={run_dir}", f"--seed={seed}",
              *extra_flags]
   start = time.perf_counter()
-  result = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": str(program_dir)})
-  if result.returncode:
-    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+  locations.run_with_tree(command, program_dir)
   test_file, = (graph_dir / "test").glob("*.npz")
   num_configs = npz.read_graph(test_file, stream_configs=True).num_configs
   return predicted_scores(run_dir / "predictions.csv", num_configs), time.perf_counter() - start

@@ -32,5 +32,20 @@ def test_a_missing_sample_names_the_path_and_how_to_point_at_the_sample(tmp_path
   assert locations.SAMPLE_DIR_VARIABLE in str(raised.value)
 
 
+def test_a_program_run_with_a_tree_imports_tpu_graphs_from_it_and_returns_its_output(tmp_path):
+  tree, program = tmp_path / "tree", tmp_path / "elsewhere" / "where.py"
+  (tree / "tpu_graphs").mkdir(parents=True)
+  (tree / "tpu_graphs" / "__init__.py").write_text("WHERE = 'the other tree'\n")
+  program.parent.mkdir()
+  program.write_text("import tpu_graphs\nprint(tpu_graphs.WHERE)\n")
+  assert locations.run_with_tree([sys.executable, str(program)], tree) == "the other tree\n"
+
+
+def test_a_failing_program_is_reported_with_its_command_and_stderr(tmp_path):
+  command = [sys.executable, "-c", "import sys; sys.exit('bad input')"]
+  with pytest.raises(RuntimeError, match=r"(?s)-c import sys.* failed:\nbad input"):
+    locations.run_with_tree(command, tmp_path)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -44,3 +44,13 @@ def checkout(commit: str, into: pathlib.Path) -> pathlib.Path:
   into.mkdir(parents=True)
   subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
   return into
+
+
+def run_with_tree(command: list[str], tree: pathlib.Path, cwd=None) -> str:
+  """Runs `command` importing tpu_graphs from `tree` (this repository or a `checkout`); its stdout.
+  RuntimeError with the end of its stderr if it fails."""
+  result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
+  if result.returncode:
+    raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+  return result.stdout
