@@ -51,7 +51,7 @@ def test_ops_off_their_modal_layout_are_counted_per_config():
   nodes = np.concatenate([_rows((1, 0), (1, 0), (0, 1), (1, 0), (0, 1)),
                           _rows((2, 1, 0), (2, 1, 0), (2, 1, 0), (2, 1, 0), (1, 2, 0))], axis=1)
   categories, _ = layout_search.node_layout_categories(nodes)
-  assert layout_search.off_modal_ops(categories).tolist() == [0, 0, 1, 0, 2]
+  assert layout_search.off_modal(categories).sum(axis=1).tolist() == [0, 0, 1, 0, 2]
 
 
 def test_values_that_are_no_layout_dim_are_rejected():

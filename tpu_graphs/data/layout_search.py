@@ -82,33 +82,25 @@ def node_layout_categories(node_config_feat) -> tuple[np.ndarray, np.ndarray]:
   return categories, counts
 
 
-def modal_fractions(categories: np.ndarray) -> np.ndarray:
-  """(nc,) float64: per node, the share of configs taking its most common category.
-
-  Args:
-    categories: (c, nc) int64 from node_layout_categories.
-  """
-  return np.asarray([np.bincount(column).max() / len(column) for column in categories.T], np.float64)
-
-
-def off_modal_ops(categories: np.ndarray) -> np.ndarray:
-  """(c,) int64: per config, how many nodes take a category other than their most common one
-  (of equally common ones, the lowest).
+def off_modal(categories: np.ndarray) -> np.ndarray:
+  """(c, nc) bool: whether a config puts a node off its most common category (of equally common
+  ones, the lowest). A node's modal fraction is the share of configs where this is False.
 
   Args:
     categories: (c, nc) int64 from node_layout_categories.
   """
   modal = np.asarray([np.bincount(column).argmax() for column in categories.T], np.int64)
-  return (categories != modal[np.newaxis, :]).sum(axis=1)
+  return categories != modal[np.newaxis, :]
 
 
 def layout_search_statistics(graph: graphs.LayoutGraph) -> LayoutSearchStatistics:
   """The file's distinct layouts and modal fraction (means over nodes), runtime spread and ops off
   their modal layout per config."""
   categories, counts = node_layout_categories(graph.node_config_feat)
+  off = off_modal(categories)
   runtimes = graph.runtimes()
   labelled = runtimes.min() > 0
   return LayoutSearchStatistics(
-      distinct_layouts=float(counts.mean()), modal_fraction=float(modal_fractions(categories).mean()),
+      distinct_layouts=float(counts.mean()), modal_fraction=float((~off).mean(axis=0).mean()),
       runtime_spread=float(runtimes.max() / runtimes.min()) if labelled else None,
-      off_modal_ops=off_modal_ops(categories))
+      off_modal_ops=off.sum(axis=1))
