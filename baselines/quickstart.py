@@ -13,9 +13,17 @@ submission validated against the test files, rank one test graph through a Saved
 report.md with plots. Rerunning resumes finished work (converted shards, trained epochs).
 """
 
+import contextlib
+import dataclasses
+import io
 import json
+import multiprocessing
+import os
 import pathlib
+import sys
 import time
+from concurrent import futures
+from typing import Optional
 
 import numpy as np
 from absl import flags
@@ -31,6 +39,10 @@ _EXPERIMENT = flags.DEFINE_enum("experiment", "quickstart", ["quickstart", "smal
                                  "The named experiment every collection trains (tpu_graphs/train/experiments.py); "
                                  "smallest: one short epoch, small models.")
 flags.DEFINE_alias("mode", "experiment")
+_PARALLEL = flags.DEFINE_integer("parallel", None,
+                                 "How many collections train at the same time on this machine's CPUs, each in its own "
+                                 "process; default one per core (at most 5). With GPUs or a cluster: always 1.")
+programs.require_at_least(1, _PARALLEL)
 
 
 def _say(step: int, message: str) -> None:
@@ -62,30 +74,96 @@ def summary_metrics(collection: str, scored: dict) -> dict:
   return scoring.evaluate(experiments.task_class(collection)(), scored)["mean"]
 
 
-def main(argv):
-  del argv
-  started = time.time()
-  strategy = strategies.choose_strategy(None)  # before any TensorFlow op, as multi-worker needs
-  data_root, out_dir = pathlib.Path(_DATA_ROOT.value).resolve(), pathlib.Path(_OUT_DIR.value)
-  missing = [c for c in graphs.COLLECTIONS if not (graphs.collection_directory(data_root, c) / "train").is_dir()]
-  if missing:
-    raise errors.InputError(f"{data_root}: lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
-  results, test_results, prediction_files = [], [], []
-  for step, collection in enumerate(graphs.COLLECTIONS, start=1):
-    experiment = experiments.experiment(_EXPERIMENT.value, collection).overridden(training={"verbose": 2})
-    run_dir = out_dir / "runs" / collection.replace(":", "_")
-    _say(min(step, 5), f"{collection}: convert, train {experiment.training['epochs']} epoch(s), export -> {run_dir}")
-    experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records", strategy=strategy,
+@dataclasses.dataclass
+class CollectionOutcome:
+  """What the main job keeps of one collection's run for the submission and the report."""
+  result: report.CollectionResult
+  test_summary: Optional[dict]  # metrics on the generator's hidden test labels; None for real data
+  predictions: pathlib.Path
+
+
+class LinePrefixer(io.TextIOBase):
+  """A text stream that writes each line to `stream` behind `prefix`, so that the lines of
+  collections training at the same time stay apart."""
+
+  def __init__(self, stream, prefix: str):
+    super().__init__()
+    self._stream, self._prefix, self._partial = stream, prefix, ""
+
+  def write(self, text: str) -> int:
+    *lines, self._partial = (self._partial + text).split("\n")
+    if lines:
+      self._stream.write("".join(f"{self._prefix}{line}\n" for line in lines))
+      self._stream.flush()
+    return len(text)
+
+
+def run_collection(experiment_name: str, collection: str, data_root: pathlib.Path, out_dir: pathlib.Path,
+                   strategy=None) -> CollectionOutcome:
+  """Converts, trains, exports and scores one collection under `strategy` (default: chosen here);
+  its lines start with the collection."""
+  experiment = experiments.experiment(experiment_name, collection).overridden(training={"verbose": 2})
+  run_dir = out_dir / "runs" / collection.replace(":", "_")
+  _say(graphs.COLLECTIONS.index(collection) + 1,
+       f"{collection}: convert, train {experiment.training['epochs']} epoch(s), export -> {run_dir}")
+  with contextlib.redirect_stdout(LinePrefixer(sys.stdout, f"  [{collection}] ")):
+    started = time.time()
+    experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
+                      strategy=strategy or strategies.choose_strategy(None),
                       exporters=[saved_model.export_to_run_directory])
     serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=experiment.model.configs_per_chunk)
     scored = score_split(serving, data_root, collection, "valid")
     history = json.loads((run_dir / "history.json").read_text())
-    results.append(report.CollectionResult(collection, history, scored, summary_metrics(collection, scored)))
+    result = report.CollectionResult(collection, history, scored, summary_metrics(collection, scored))
     labelled_test = score_split(serving, data_root, collection, "test", with_test_labels=True)
-    if labelled_test:
-      test_results.append((collection, summary_metrics(collection, labelled_test)))
-    prediction_files.append(run_dir / "predictions.csv")
-    print(f"  valid: {json.dumps(results[-1].summary)}", flush=True)
+    print(f"valid: {json.dumps(result.summary)} ({time.time() - started:.0f} s)", flush=True)
+  return CollectionOutcome(result, summary_metrics(collection, labelled_test) if labelled_test else None,
+                           run_dir / "predictions.csv")
+
+
+def collections_at_once() -> int:
+  """One at a time (in this process) under a multi-worker cluster or with GPUs, whose devices one
+  process uses; else --parallel, by default one collection per CPU core."""
+  if not strategies.trains_on_local_cpus():
+    return 1
+  return _PARALLEL.value or max(1, min(len(graphs.COLLECTIONS), os.cpu_count() or 1))
+
+
+def run_collections(experiment_name: str, data_root: pathlib.Path, out_dir: pathlib.Path,
+                    at_once: int) -> list[CollectionOutcome]:
+  """run_collection for every collection, in graphs.COLLECTIONS order.
+
+  The collections are independent, and a run spends much of its time on work that keeps one core
+  busy at most (converting, building and tracing the model, saving and exporting, scoring through
+  the SavedModel), so on a multi-core machine `at_once` run side by side in worker processes.
+  """
+  if at_once == 1:
+    strategy = strategies.choose_strategy(None)
+    return [run_collection(experiment_name, c, data_root, out_dir, strategy) for c in graphs.COLLECTIONS]
+  # spawn: a forked child would inherit this process's TensorFlow runtime threads in an unknown state
+  with futures.ProcessPoolExecutor(at_once, mp_context=multiprocessing.get_context("spawn")) as pool:
+    runs = [pool.submit(run_collection, experiment_name, c, data_root, out_dir) for c in graphs.COLLECTIONS]
+    try:
+      return [run.result() for run in runs]
+    except BaseException:
+      pool.shutdown(cancel_futures=True)
+      raise
+
+
+def main(argv):
+  del argv
+  started = time.time()
+  data_root, out_dir = pathlib.Path(_DATA_ROOT.value).resolve(), pathlib.Path(_OUT_DIR.value)
+  missing = [c for c in graphs.COLLECTIONS if not (graphs.collection_directory(data_root, c) / "train").is_dir()]
+  if missing:
+    raise errors.InputError(f"{data_root}: lacks {', '.join(missing)}; pass --data_root=<TpuGraphs npz tree>")
+  at_once = collections_at_once()  # before any TensorFlow op, as a multi-worker strategy needs
+  if at_once > 1:
+    print(f"[quickstart] {at_once} collections at a time, each in its own process", flush=True)
+  outcomes = run_collections(_EXPERIMENT.value, data_root, out_dir, at_once)
+  results = [outcome.result for outcome in outcomes]
+  test_results = [(o.result.collection, o.test_summary) for o in outcomes if o.test_summary is not None]
+  prediction_files = [outcome.predictions for outcome in outcomes]
 
   _say(6, "submission, ranking through a SavedModel, report")
   submission_path = out_dir / "submission.csv"

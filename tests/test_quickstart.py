@@ -1,5 +1,7 @@
-"""End to end: the main job's smallest mode leaves every artifact, and each one is usable."""
+"""End to end: the main job's smallest mode leaves every artifact, and each one is usable; a
+collection it trained in a worker process trains the same in this process."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -49,6 +51,27 @@ def test_prints_its_progress_and_results_without_tensorflow_noise(quickstart):
   output = completed.stdout + completed.stderr
   assert "[quickstart 6/6]" in completed.stdout and "| layout:nlp:random |" in completed.stdout
   assert [noise for noise in TENSORFLOW_NOISE if noise in output] == [], output[-3000:]
+
+
+def test_collections_train_side_by_side_and_their_lines_name_them(quickstart):
+  _, completed = quickstart
+  at_once = min(len(RUNS), os.cpu_count() or 1)
+  if at_once > 1:
+    assert f"[quickstart] {at_once} collections at a time, each in its own process" in completed.stdout
+  for collection in RUNS:
+    assert f"  [{collection}] valid: {{" in completed.stdout, completed.stdout[-3000:]
+
+
+def test_a_collection_trains_the_same_in_this_process_as_in_the_main_jobs_worker(out_dir, tmp_path):
+  spec = importlib.util.spec_from_file_location("quickstart_program", QUICKSTART)
+  program = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(program)
+  collection = "layout:nlp:random"
+  outcome = program.run_collection("smallest", collection, locations.EMBEDDED_NPZ, tmp_path)
+  here, there = tmp_path / "runs" / RUNS[collection], out_dir / "runs" / RUNS[collection]
+  assert outcome.predictions == here / "predictions.csv"
+  assert outcome.predictions.read_text() == (there / "predictions.csv").read_text()
+  assert json.loads((here / "history.json").read_text()) == json.loads((there / "history.json").read_text())
 
 
 def test_submission_covers_every_test_graph_and_validates(out_dir):

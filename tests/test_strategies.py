@@ -30,6 +30,20 @@ def test_a_tf_config_of_one_worker_keeps_the_local_strategy_and_its_run_director
   assert strategies.is_chief(strategy) and strategies.worker_directory(strategy, tmp_path) == tmp_path
 
 
+def test_only_a_machine_without_cluster_or_gpu_lets_trainings_share_its_cpus(monkeypatch):
+  if tf.config.list_physical_devices("GPU"):
+    pytest.skip("a GPU is visible: trainings must not share it")
+  monkeypatch.delenv("TF_CONFIG", raising=False)
+  assert strategies.cluster_workers() == 0 and strategies.trains_on_local_cpus()
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["127.0.0.1:2222"]},
+                                              "task": {"type": "worker", "index": 0}}))
+  assert strategies.cluster_workers() == 1 and strategies.trains_on_local_cpus()
+  monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"chief": ["127.0.0.1:2222"],
+                                                          "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]},
+                                              "task": {"type": "chief", "index": 0}}))
+  assert strategies.cluster_workers() == 3 and not strategies.trains_on_local_cpus()
+
+
 def test_only_tpu_strategies_need_static_shapes():
   assert not strategies.needs_static_shapes(tf.distribute.get_strategy())
   assert not strategies.needs_static_shapes(tf.distribute.MirroredStrategy(["/cpu:0"]))

@@ -33,13 +33,26 @@ def choose_strategy(tpu: Optional[str] = None) -> tf.distribute.Strategy:
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
-  cluster = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-  workers = cluster.cluster_spec().as_dict()
-  if len(workers.get("chief", [])) + len(workers.get("worker", [])) > 1:
-    return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=cluster)
+  if cluster_workers() > 1:
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
   if len(tf.config.list_logical_devices("GPU")) > 1:
     return tf.distribute.MirroredStrategy()
   return tf.distribute.get_strategy()
+
+
+def cluster_workers() -> int:
+  """How many processes (chief included) the cluster in TF_CONFIG trains with; 0 without one.
+  Reading TF_CONFIG starts no TensorFlow runtime, so a program may ask before choose_strategy."""
+  workers = tf.distribute.cluster_resolver.TFConfigClusterResolver().cluster_spec().as_dict()
+  return len(workers.get("chief", [])) + len(workers.get("worker", []))
+
+
+def trains_on_local_cpus() -> bool:
+  """Whether choose_strategy(None) trains on this machine's CPUs alone (no cluster, no GPU): only
+  then may independent trainings run side by side in separate processes; a cluster's workers and a
+  GPU's memory belong to one process."""
+  return cluster_workers() <= 1 and not tf.config.list_physical_devices("GPU")
 
 
 def needs_static_shapes(strategy: tf.distribute.Strategy) -> bool:
