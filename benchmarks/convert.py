@@ -15,7 +15,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import convert, errors, graphs, locations, npz
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.sample_dir() / "npz"), "The real TpuGraphs sample's npz tree.")

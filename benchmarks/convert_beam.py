@@ -18,9 +18,10 @@ import time
 from absl import flags
 from apache_beam.options import pipeline_options
 
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
 from tpu_graphs import beam_pipeline
 from tpu_graphs import benchmark_results
-from tpu_graphs import programs
 from tpu_graphs.data import convert
 from tpu_graphs.data import errors
 from tpu_graphs.data import locations

@@ -13,7 +13,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import errors, locations
 from tpu_graphs.hlo import featurize
 

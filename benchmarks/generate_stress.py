@@ -11,7 +11,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 from tpu_graphs.synth import generate

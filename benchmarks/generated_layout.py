@@ -33,7 +33,9 @@ import time
 import numpy as np
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import graphs, locations, predictions
 from tpu_graphs.train import metrics
 

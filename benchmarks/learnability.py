@@ -21,7 +21,9 @@ import tempfile
 import numpy as np
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz

@@ -38,7 +38,9 @@ from typing import Callable
 import numpy as np
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
 from tpu_graphs.train import metrics, ridge
 

@@ -26,7 +26,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import benchmark_results, programs
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
 from tpu_graphs.data import locations
 
 # Inside the sample folder (locations.sample_dir()).
