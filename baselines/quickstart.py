@@ -1,16 +1,17 @@
 """The main job: from an npz tree to a validated Kaggle submission, SavedModels and a report.
 
-  python baselines/quickstart.py                                 # embedded generated data, ~11 min on 2 cores
+  python baselines/quickstart.py                                 # embedded generated data, ~7 min on 2 cores
   python baselines/quickstart.py --experiment smallest --out_dir /tmp/q  # the smallest run (also --mode smallest)
   python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real
   bazel run //baselines:quickstart
 
-For each of the five collections: convert the npz files to GraphTensor records, train the
-named experiment's short run (tpu_graphs/train/experiments.py; tile and layout tasks on the shared
-trainer), score every validation config through the exported SavedModel, and write test
-predictions. Then merge the five prediction files into one
-submission validated against the test files, rank one test graph through a SavedModel, and write
-report.md with plots. Rerunning resumes finished work (converted shards, trained epochs).
+For each of the five collections (side by side on CPUs, one after another with GPUs or a cluster):
+convert the npz files to GraphTensor records, train the named experiment's short run
+(tpu_graphs/train/experiments.py; tile and layout tasks on the shared trainer), score every
+validation config through the exported SavedModel, and write test predictions. Then merge the
+five prediction files into one submission validated against the test files, rank one test graph
+through a SavedModel, and write report.md with plots. Rerunning resumes finished work (converted
+shards, trained epochs).
 """
 
 import contextlib
