@@ -101,8 +101,8 @@ class LinePrefixer(io.TextIOBase):
 
 def run_collection(experiment_name: str, collection: str, data_root: pathlib.Path, out_dir: pathlib.Path,
                    strategy=None) -> CollectionOutcome:
-  """Converts, trains, exports and scores one collection under `strategy` (default: chosen here);
-  its lines start with the collection."""
+  """Converts, trains, exports and scores one collection under `strategy` (default: the trainer's
+  choice); its lines start with the collection."""
   experiment = experiments.experiment(experiment_name, collection).overridden(training={"verbose": 2})
   run_dir = out_dir / "runs" / collection.replace(":", "_")
   _say(graphs.COLLECTIONS.index(collection) + 1,
@@ -110,7 +110,7 @@ def run_collection(experiment_name: str, collection: str, data_root: pathlib.Pat
   with contextlib.redirect_stdout(LinePrefixer(sys.stdout, f"  [{collection}] ")):
     started = time.time()
     experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
-                      strategy=strategy or strategies.choose_strategy(None),
+                      strategy=strategy,
                       exporters=[saved_model.export_to_run_directory])
     serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=experiment.model.configs_per_chunk)
     scored = score_split(serving, data_root, collection, "valid")
