@@ -122,13 +122,6 @@ def previous_default(commit: str, scratch: pathlib.Path) -> dict[str, dict]:
           for collection in _COLLECTIONS.value}
 
 
-def recorded(path: pathlib.Path) -> dict[tuple[str, str], dict]:
-  """{(collection, variant): result} an earlier (perhaps killed) run of this benchmark appended."""
-  if not path.exists():
-    return {}
-  return {(r["collection"], r["variant"]): r for r in map(json.loads, path.read_text().splitlines())}
-
-
 def plot(results: dict[tuple[str, str], dict], collections: list[str], variants: list[str], path: pathlib.Path):
   import matplotlib
   matplotlib.use("Agg")
@@ -154,14 +147,12 @@ def main(argv):
   variants = parsed_variants(_VARIANT.value)
   out = pathlib.Path(_OUT.value)
   journal = out.with_suffix(".jsonl")
-  results = recorded(journal)
+  # {(collection, variant): result} of this run and of earlier (perhaps killed) ones
+  results = {(r["collection"], r["variant"]): r for r in benchmark_results.read_journal(journal)}
 
   def record(result: dict) -> None:
     results[(result["collection"], result["variant"])] = result
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    with open(journal, "a") as stream:
-      stream.write(json.dumps(result) + "\n")
-    print(json.dumps(result), flush=True)
+    print(benchmark_results.append_to_journal(journal, result), flush=True)
 
   with tempfile.TemporaryDirectory(prefix="generated_layout_") as scratch:
     if _PREVIOUS_COMMIT.value:

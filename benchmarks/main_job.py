@@ -12,7 +12,6 @@ appended to <out>.jsonl, and a rerun after a kill goes on from there. Writes the
 ratio and when each collection started and finished (plotted beside the file).
 """
 
-import json
 import pathlib
 import re
 import shutil
@@ -87,7 +86,7 @@ def main(argv):
   del argv
   out = pathlib.Path(_OUT.value)
   journal = out.with_suffix(".jsonl")
-  done = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
+  done = benchmark_results.read_journal(journal)
   with tempfile.TemporaryDirectory(prefix="main_job_") as scratch:
     for repeat in range(_REPEATS.value):
       for way, extra in WAYS.items():
@@ -98,9 +97,7 @@ def main(argv):
         result = {"way": way, "repeat": repeat, "flags": extra, **timed_main_job(extra, run_dir)}
         shutil.rmtree(run_dir)
         done.append(result)
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        with open(journal, "a") as stream:
-          stream.write(json.dumps(result) + "\n")
+        benchmark_results.append_to_journal(journal, result)
         print(f"  {result['seconds']:.0f} s", flush=True)
 
   runs = {way: [r for r in done if r["way"] == way and r["repeat"] < _REPEATS.value] for way in WAYS}

@@ -28,7 +28,6 @@ it is known, and a rerun after a kill measures only what is missing (delete it t
 
 from __future__ import annotations
 
-import json
 import pathlib
 import sys
 import tempfile
@@ -127,10 +126,8 @@ def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, floa
   """{(file, seed): {ranker: tau}} of every ranker an earlier (perhaps killed) benchmark recorded,
   so a rerun measures only what is missing; delete the file to measure anew."""
   finished = {}
-  if path.exists():
-    for line in path.read_text().splitlines():
-      result = json.loads(line)
-      finished.setdefault((result.pop("file"), result.pop("seed")), {}).update(result)
+  for result in benchmark_results.read_journal(path):
+    finished.setdefault((result.pop("file"), result.pop("seed")), {}).update(result)
   return finished
 
 
@@ -149,11 +146,8 @@ class Results:
     recorded = self.finished.setdefault(key, {})
     if ranker not in recorded:
       recorded[ranker] = measure()
-      line = json.dumps({"file": key[0], "seed": key[1], ranker: recorded[ranker]})
-      self.path.parent.mkdir(parents=True, exist_ok=True)
-      with open(self.path, "a") as stream:
-        stream.write(line + "\n")
-      print(line, flush=True)
+      print(benchmark_results.append_to_journal(self.path, {"file": key[0], "seed": key[1], ranker: recorded[ranker]}),
+            flush=True)
     return recorded[ranker]
 
 

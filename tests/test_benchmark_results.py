@@ -21,6 +21,16 @@ def test_results_file_holds_header_and_table_and_nothing_else_in_the_folder(tmp_
   assert "| x | 1 |" in capsys.readouterr().out
 
 
+def test_journal_gives_back_what_was_appended_and_nothing_before_the_first_entry(tmp_path):
+  journal = tmp_path / "results" / "serve.jsonl"
+  assert benchmark_results.read_journal(journal) == []
+  first, second = {"file": "a.npz", "seed": 0, "tau": 0.5}, {"file": "b.npz", "seed": 1, "tau": -0.25}
+  assert benchmark_results.append_to_journal(journal, first) == '{"file": "a.npz", "seed": 0, "tau": 0.5}'
+  benchmark_results.append_to_journal(journal, second)
+  assert benchmark_results.read_journal(journal) == [first, second]
+  assert journal.read_text().count("\n") == 2
+
+
 def test_command_quotes_arguments_so_it_can_be_pasted():
   assert benchmark_results.command("convert", ["--input_dir", "a b"]) == "python benchmarks/convert.py --input_dir 'a b'"
 

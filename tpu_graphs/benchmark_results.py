@@ -7,11 +7,16 @@ machine line gives the load average too: on shared machines it moves the figures
 code change.
 
     benchmark_results.write("serve", "Serving through the SavedModel", table, out_path)
+
+A benchmark whose measurements take minutes each keeps a journal beside its table (<out>.jsonl):
+it appends each measurement as soon as it has it, and a rerun after a kill reads the journal and
+measures only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import pathlib
 import platform
@@ -53,3 +58,19 @@ def write(benchmark: str, title: str, body: str, path=None) -> pathlib.Path:
   print(text, end="", flush=True)
   print(f"\nwritten to {path}")
   return path
+
+
+def read_journal(path) -> list[dict]:
+  """Every entry earlier runs appended to the journal at `path`, oldest first; none without one."""
+  path = pathlib.Path(path)
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def append_to_journal(path, entry: dict) -> str:
+  """Appends `entry` to the journal at `path` (creating its folder) as one JSON line; returns the line."""
+  path = pathlib.Path(path)
+  line = json.dumps(entry)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with open(path, "a") as stream:
+    stream.write(line + "\n")
+  return line
