@@ -12,6 +12,7 @@ appended to <out>.jsonl, and a rerun after a kill goes on from there. Writes the
 ratio and when each collection started and finished (plotted beside the file).
 """
 
+import os
 import pathlib
 import re
 import shutil
@@ -45,8 +46,10 @@ def timed_main_job(extra: list[str], out_dir: pathlib.Path) -> dict:
   validation table (the lines of the table it prints at the end)."""
   command = [sys.executable, str(QUICKSTART), f"--experiment={_EXPERIMENT.value}", f"--out_dir={out_dir}", *extra]
   started, spans, output = time.perf_counter(), {}, []
+  # Lines are read as they come (their times are the timeline), so not locations.run_with_tree; its
+  # PYTHONPATH, though: this tree's tpu_graphs, whatever the virtualenv has installed.
   with subprocess.Popen(command, cwd=locations.REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        text=True) as process:
+                        text=True, env={**os.environ, "PYTHONPATH": str(locations.REPOSITORY)}) as process:
     for line in process.stdout:
       now = time.perf_counter() - started
       output.append(line)
