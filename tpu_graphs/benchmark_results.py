@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import platform
+import re
 import shlex
 import sys
 
@@ -40,10 +41,23 @@ def machine() -> str:
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
 
 
+# An absolute path inside an argument: the whole argument, or after `=` or `,` (`--files=/a,/b`).
+_ABSOLUTE_PATH = re.compile(r"(^|[=,])(/[^,]*)")
+
+
+def relative_to_repository(argument: str) -> str:
+  """`argument` with every absolute path in it made relative to the repository (the real sample
+  at its default place becomes ../shared/tpugraphs_sample/...), so that a results file names no
+  machine's folders and its command reruns from the repository root of any checkout."""
+  return _ABSOLUTE_PATH.sub(lambda match: match.group(1) + os.path.relpath(match.group(2), locations.REPOSITORY),
+                            argument)
+
+
 def command(benchmark: str, argv: list[str] | None = None) -> str:
-  """The command line that reruns the benchmark with the arguments it was given (sys.argv)."""
+  """The command line, run from the repository root, that reruns the benchmark with the arguments
+  it was given (sys.argv), its paths relative to the repository."""
   arguments = sys.argv[1:] if argv is None else argv
-  return shlex.join(["python", f"benchmarks/{benchmark}.py", *arguments])
+  return shlex.join(["python", f"benchmarks/{benchmark}.py", *map(relative_to_repository, arguments)])
 
 
 def write(benchmark: str, title: str, body: str, path=None) -> pathlib.Path:
