@@ -1,0 +1,353 @@
+"""The README and the guides in docs/ cannot rot: every shell block in them is either run here or
+says why not, every relative link resolves, every figure quoted from a benchmark result file is
+in that file as written, and every result file names its command with repository-relative paths.
+
+A shell block (```sh, ```bash, ```shell, ```console) must follow a marker line, blank lines apart:
+
+    <!-- doc-test: run -->               the block runs here, from the repository root
+    <!-- doc-test: skip: <reason> -->    it does not (needs the real release, takes too long: the
+                                         reason names the test that covers it, where one does)
+
+The runnable blocks of one document run in order, each under `bash -euo pipefail`, in one scratch
+copy of the repository root (its entries linked, `out/` its own), so a guide may train in one
+block and rank with the result in the next, and nothing lands in the checkout. A document that
+builds on another's results says so (`<!-- doc-test: after docs/training.md -->`) and starts from
+a copy of that one's `out/`. The blocks run on the embedded data and each has RUN_SECONDS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tpu_graphs.data import locations
+
+REPOSITORY = locations.REPOSITORY
+RUN_SECONDS = 300  # a guard against a hang on a loaded machine; blocks take seconds to a minute
+SHELL_LANGUAGES = {"sh", "bash", "shell", "console"}
+MARKER = re.compile(r"<!--\s*doc-test:\s*(?P<kind>run|skip)\s*(?::\s*(?P<reason>.*?))?\s*-->")
+FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<language>[\w+-]*)")
+# [text](target) and ![alt](target), the target up to whitespace or the closing parenthesis.
+LINK = re.compile(r"!?\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# A document that builds on another's runnable blocks (a guide that serves the model another trains).
+AFTER = re.compile(r"<!--\s*doc-test:\s*after\s+(\S+?)\s*-->")
+# An absolute path in a command: at its start, after a space, `=` or `,`.
+ABSOLUTE_PATH = re.compile(r"(?:^|[\s=,])/\S*")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShellBlock:
+  """A shell code block of a document: where it starts (1-based line of its fence), its text, and
+  its marker ('run', 'skip' or None when it has none) with the skip reason."""
+  document: pathlib.Path
+  line: int
+  text: str
+  marker: str | None
+  reason: str = ""
+
+  def where(self) -> str:
+    return f"{_shown(self.document)}:{self.line}"
+
+
+def _shown(path: pathlib.Path) -> str:
+  """The path relative to the repository where it is inside, else as given."""
+  try:
+    return str(path.relative_to(REPOSITORY))
+  except ValueError:
+    return str(path)
+
+
+def documents(root: pathlib.Path = REPOSITORY) -> list[pathlib.Path]:
+  """README.md and every docs/*.md of the repository at `root`."""
+  return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def _code_blocks(text: str):
+  """(fence line index, language, block text) of every fenced code block, and the set of line
+  indices inside fences (so links in code are not taken for links)."""
+  lines, blocks, inside, index = text.splitlines(), [], set(), 0
+  while index < len(lines):
+    opening = FENCE.match(lines[index])
+    if not opening:
+      index += 1
+      continue
+    fence, end = opening.group("fence"), index + 1
+    while end < len(lines) and not lines[end].strip().startswith(fence[0] * len(fence)):
+      end += 1
+    blocks.append((index, opening.group("language").lower(), "\n".join(lines[index + 1:end])))
+    inside.update(range(index, end + 1))
+    index = end + 1
+  return blocks, inside
+
+
+def shell_blocks(document: pathlib.Path) -> list[ShellBlock]:
+  """Every shell block of `document` with the marker on the last non-blank line before it."""
+  lines = document.read_text().splitlines()
+  found = []
+  for start, language, text in _code_blocks("\n".join(lines))[0]:
+    if language not in SHELL_LANGUAGES:
+      continue
+    before = start - 1
+    while before >= 0 and not lines[before].strip():
+      before -= 1
+    marker = MARKER.fullmatch(lines[before].strip()) if before >= 0 else None
+    found.append(ShellBlock(document, start + 1, text, marker and marker.group("kind"),
+                            (marker and marker.group("reason")) or ""))
+  return found
+
+
+def marker_problems(document: pathlib.Path) -> list[str]:
+  """One line per shell block that neither runs nor says why it does not."""
+  problems = []
+  for block in shell_blocks(document):
+    if block.marker is None:
+      problems.append(f"{block.where()}: shell block without a <!-- doc-test: run --> or "
+                      "<!-- doc-test: skip: <reason> --> line before it")
+    elif block.marker == "skip" and not block.reason:
+      problems.append(f"{block.where()}: doc-test skip without a reason")
+  return problems
+
+
+def link_problems(document: pathlib.Path) -> list[str]:
+  """One line per relative link or image of `document` whose file or folder does not exist, and per
+  figure linked to a benchmark result file (link text with a digit) that the file does not hold."""
+  text = document.read_text()
+  inside_code = _code_blocks(text)[1]
+  problems = []
+  for number, line in enumerate(text.splitlines()):
+    if number in inside_code:
+      continue
+    for link in LINK.finditer(line):
+      target = link.group("target").split("#")[0]
+      if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target):
+        continue  # an anchor in the same page, or a URL
+      path = (document.parent / target).resolve()
+      where = f"{_shown(document)}:{number + 1}"
+      if not path.exists():
+        problems.append(f"{where}: link to {target}, which does not exist")
+      elif (path.parent.name == "results" and path.suffix == ".md" and re.search(r"\d", link.group("text"))
+            and link.group("text").strip("`* ") not in path.read_text()):
+        problems.append(f"{where}: figure {link.group('text')!r} is not in {target}")
+  return problems
+
+
+def result_command_problems(results_dir: pathlib.Path) -> list[str]:
+  """One line per `Command:` of a benchmark result file that names an absolute path or a benchmark
+  script the repository does not have, and per result file without a command."""
+  problems = []
+  for path in sorted(results_dir.glob("*.md")):
+    commands = re.findall(r"^Command: `([^`]*)`", path.read_text(), flags=re.MULTILINE)
+    if not commands:
+      problems.append(f"{_shown(path)}: no `Command:` line naming how it was produced")
+    for command in commands:
+      script = re.match(r"python (benchmarks/\w+\.py)", command)
+      if not script or not (REPOSITORY / script.group(1)).is_file():
+        problems.append(f"{_shown(path)}: command {command!r} names no benchmark script of the repository")
+      if ABSOLUTE_PATH.search(command):
+        problems.append(f"{_shown(path)}: command {command!r} names an absolute path; name it relative to the "
+                        "repository")
+  return problems
+
+
+def scratch_root(into: pathlib.Path) -> pathlib.Path:
+  """A folder that looks like the repository root to a command (every top-level entry linked) but
+  where `out/` and anything else a command writes are its own."""
+  into.mkdir(parents=True, exist_ok=True)
+  for entry in REPOSITORY.iterdir():
+    if entry.name not in {"out", ".git"} and not entry.name.startswith("bazel-"):
+      (into / entry.name).symlink_to(entry)
+  return into
+
+
+def run_blocks(document: pathlib.Path, root: pathlib.Path, seconds: float = RUN_SECONDS) -> list[str]:
+  """Runs the runnable blocks of `document` in order in `root`; one line per block that fails or
+  overruns (then the rest are not run), with the end of its output."""
+  environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+      [str(REPOSITORY), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])}
+  for block in shell_blocks(document):
+    if block.marker != "run":
+      continue
+    try:
+      completed = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=root, env=environment,
+                                 capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+      return [f"{block.where()}: still running after {seconds:.0f} s; runnable blocks must be quick"]
+    if completed.returncode:
+      return [f"{block.where()}: exit status {completed.returncode}\n{block.text}\n--- output:\n"
+              f"{(completed.stdout + completed.stderr)[-3000:]}"]
+  return []
+
+
+# The checks on this repository's documents.
+
+@pytest.mark.parametrize("document", documents(), ids=_shown)
+def test_every_shell_block_runs_or_says_why_not(document):
+  assert marker_problems(document) == []
+
+
+@pytest.mark.parametrize("document", documents(), ids=_shown)
+def test_every_relative_link_resolves_and_every_linked_figure_is_in_its_result_file(document):
+  assert link_problems(document) == []
+
+
+def test_every_result_file_names_its_command_relative_to_the_repository():
+  assert result_command_problems(REPOSITORY / "benchmarks" / "results") == []
+
+
+def test_readme_figures_each_link_to_the_result_file_they_come_from():
+  readme = (REPOSITORY / "README.md").read_text()
+  table = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
+  rows = [line for line in table.splitlines() if line.startswith("|") and not set(line) <= set("|-: ")]
+  for row in rows[1:]:
+    for cell in row.strip("|").split("|")[1:]:
+      if re.search(r"\d", cell):
+        assert LINK.search(cell) and "benchmarks/results/" in cell, f"figure without its source: {cell!r}"
+
+
+def prerequisite(document: pathlib.Path) -> pathlib.Path | None:
+  """The document whose runnable blocks `document` builds on (`<!-- doc-test: after docs/x.md -->`,
+  a path from the repository root), if it names one."""
+  named = AFTER.search(document.read_text())
+  return REPOSITORY / named.group(1) if named else None
+
+
+class DocumentRuns:
+  """Runs a document's runnable blocks once, after those of the document it builds on, whose
+  `out/` it starts from. Called with a document, gives its scratch root and its problems."""
+
+  def __init__(self, new_folder):
+    self._new_folder = new_folder  # () -> an empty folder
+    self._finished = {}
+
+  def __call__(self, document: pathlib.Path) -> tuple[pathlib.Path, list[str]]:
+    if document not in self._finished:
+      root = scratch_root(self._new_folder())
+      before = prerequisite(document)
+      problems = self(before)[1] if before else []
+      if before and (self._finished[before][0] / "out").exists():
+        shutil.copytree(self._finished[before][0] / "out", root / "out", symlinks=True)
+      self._finished[document] = (root, problems or run_blocks(document, root))
+    return self._finished[document]
+
+
+@pytest.fixture(scope="module")
+def ran_documents(tmp_path_factory):
+  return DocumentRuns(lambda: tmp_path_factory.mktemp("root"))
+
+
+@pytest.mark.parametrize("document", [d for d in documents() if any(b.marker == "run" for b in shell_blocks(d))],
+                         ids=_shown)
+def test_runnable_blocks_run(document, ran_documents):
+  assert ran_documents(document)[1] == []
+
+
+# The checker itself: each check fails on a document that breaks it.
+
+BROKEN_GUIDE = """# A guide
+
+<!-- doc-test: run -->
+```sh
+mkdir -p out/a && echo fine > out/a/first.txt
+```
+
+<!-- doc-test: run -->
+```sh
+.venv/bin/python baselines/convert.py --input_directory data/generated/npz/tile/xla --output_dir out/b
+```
+
+<!-- doc-test: skip: needs the real release -->
+```sh
+.venv/bin/python baselines/download.py
+```
+
+```bash
+echo no marker
+```
+
+<!-- doc-test: skip -->
+```sh
+echo a skip without a reason
+```
+
+[here](missing.md), [a folder](.), [the web](https://example.com), [an anchor](#a-guide),
+and [0.999](benchmarks/results/serve.md).
+
+```python
+print("[in code](not/a/link.md)")
+```
+"""
+
+
+@pytest.fixture
+def broken_guide(tmp_path):
+  (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+  (tmp_path / "benchmarks" / "results" / "serve.md").write_text("| warm call | 5.68 s |\n")
+  guide = tmp_path / "guide.md"
+  guide.write_text(BROKEN_GUIDE)
+  return guide
+
+
+def test_checker_fails_when_a_command_of_a_runnable_block_is_broken(broken_guide, tmp_path):
+  root = scratch_root(tmp_path / "root")
+  problems = run_blocks(broken_guide, root)
+  # A flag renamed under the guide: the program stops before writing anything, and the checker says where.
+  assert len(problems) == 1 and problems[0].startswith(f"{broken_guide}:9: exit status 1\n")
+  assert "input_directory" in problems[0] and not (root / "out" / "b").exists()
+  assert (root / "out" / "a" / "first.txt").read_text() == "fine\n"  # the block before it ran, in the scratch root
+  assert not (REPOSITORY / "out" / "a" / "first.txt").exists()
+
+
+def test_a_document_builds_on_the_output_of_the_one_it_names(tmp_path):
+  trains, serves = tmp_path / "trains.md", tmp_path / "serves.md"
+  trains.write_text("<!-- doc-test: run -->\n```sh\nmkdir -p out && echo model > out/model.txt\n```\n")
+  serves.write_text("<!-- doc-test: run -->\n```sh\ngrep model out/model.txt\n```\n")
+  folders = iter(tmp_path / f"root{i}" for i in range(4))
+  assert DocumentRuns(lambda: next(folders))(serves)[1][0].startswith(f"{serves}:2: exit status 2")
+  serves.write_text(f"<!-- doc-test: after {trains} -->\n\n" + serves.read_text())
+  runs = DocumentRuns(lambda: next(folders))
+  root, problems = runs(serves)
+  assert problems == [] and (root / "out" / "model.txt").read_text() == "model\n"
+  assert runs(trains)[0] != root  # each keeps its own scratch root
+
+
+def test_checker_fails_when_a_runnable_block_overruns(tmp_path):
+  guide = tmp_path / "slow.md"
+  guide.write_text("<!-- doc-test: run -->\n```sh\nsleep 30\n```\n")
+  assert run_blocks(guide, tmp_path, seconds=1) == [f"{guide}:2: still running after 1 s; runnable blocks must be quick"]
+
+
+def test_checker_names_blocks_without_a_marker_or_a_reason(broken_guide):
+  assert [block.marker for block in shell_blocks(broken_guide)] == ["run", "run", "skip", None, "skip"]
+  assert marker_problems(broken_guide) == [
+      f"{broken_guide}:18: shell block without a <!-- doc-test: run --> or <!-- doc-test: skip: <reason> --> line "
+      "before it",
+      f"{broken_guide}:23: doc-test skip without a reason"]
+
+
+def test_checker_names_missing_link_targets_and_figures_not_in_their_file(broken_guide):
+  assert link_problems(broken_guide) == [
+      f"{broken_guide}:27: link to missing.md, which does not exist",
+      f"{broken_guide}:28: figure '0.999' is not in benchmarks/results/serve.md"]
+  broken_guide.write_text(broken_guide.read_text().replace("[0.999]", "[5.68 s]").replace("missing.md", "."))
+  assert link_problems(broken_guide) == []
+
+
+def test_checker_names_result_files_with_absolute_paths_or_no_command(tmp_path):
+  (tmp_path / "serve.md").write_text("Serving.\nCommand: `python benchmarks/serve.py --out /tmp/serve.md`\n")
+  (tmp_path / "convert.md").write_text("Converting.\nCommand: `python benchmarks/convert.py --out=out/c.md`\n")
+  (tmp_path / "old.md").write_text("A table without its command.\n")
+  assert result_command_problems(tmp_path) == [
+      f"{tmp_path / 'old.md'}: no `Command:` line naming how it was produced",
+      f"{tmp_path / 'serve.md'}: command 'python benchmarks/serve.py --out /tmp/serve.md' names an absolute path; "
+      "name it relative to the repository"]
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
