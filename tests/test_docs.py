@@ -1,6 +1,7 @@
 """The README and the guides in docs/ cannot rot: every shell block in them is either run here or
-says why not, every relative link resolves, every figure quoted from a benchmark result file is
-in that file as written, and every result file names its command with repository-relative paths.
+says why not, every program a block calls exists and defines the flags it is given (skipped blocks
+included), every relative link resolves, every figure quoted from a benchmark result file is in
+that file as written, and every result file names its command with repository-relative paths.
 
 A shell block (```sh, ```bash, ```shell, ```console) must follow a marker line, blank lines apart:
 
@@ -38,6 +39,11 @@ FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<language>[\w+-]*
 LINK = re.compile(r"!?\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 # A document that builds on another's runnable blocks (a guide that serves the model another trains).
 AFTER = re.compile(r"<!--\s*doc-test:\s*after\s+(\S+?)\s*-->")
+# A program of the repository called in a command, with what follows it on the line.
+PROGRAM_CALL = re.compile(r"(?:^|\s)(?:\S*python3?\s+)(?P<program>(?:baselines|benchmarks)/\w+\.py)(?P<arguments>.*)")
+FLAG_DEFINITION = re.compile(r"DEFINE_\w+\(\s*[\"'](\w+)[\"']")
+ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "verbosity", "v", "logtostderr",
+              "alsologtostderr", "log_dir", "stderrthreshold"}
 # An absolute path in a command: at its start, after a space, `=` or `,`.
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s=,])/\S*")
 
@@ -156,6 +162,33 @@ def result_command_problems(results_dir: pathlib.Path) -> list[str]:
   return problems
 
 
+def defined_flags(program: pathlib.Path) -> set[str]:
+  """The flags `program` accepts: its own absl definitions, the shared ones of tpu_graphs (the
+  training programs' and the program edge's), and absl's own."""
+  sources = [program, *sorted((REPOSITORY / "tpu_graphs").glob("*.py"))]
+  return ABSL_FLAGS | {name for source in sources for name in FLAG_DEFINITION.findall(source.read_text())}
+
+
+def flag_problems(document: pathlib.Path) -> list[str]:
+  """One line per command of any shell block, run or skipped, that calls a program of baselines/ or
+  benchmarks/ the repository lacks or names a flag that program does not define, so that blocks
+  which cannot run here still follow renamed programs and flags."""
+  problems = []
+  for block in shell_blocks(document):
+    for command in block.text.replace("\\\n", " ").splitlines():
+      for call in PROGRAM_CALL.finditer(command):
+        program = REPOSITORY / call.group("program")
+        if not program.is_file():
+          problems.append(f"{block.where()}: {call.group('program')} does not exist")
+          continue
+        known = defined_flags(program)
+        arguments = re.split(r"\s(?:--|[|;#&]|&&)(?:\s|$)", " " + call.group("arguments") + " ")[0]
+        for name in re.findall(r"(?:^|\s)--(\w+)", arguments):
+          if name not in known and not (name.startswith("no") and name[2:] in known):
+            problems.append(f"{block.where()}: {call.group('program')} has no flag --{name}")
+  return problems
+
+
 def scratch_root(into: pathlib.Path) -> pathlib.Path:
   """A folder that looks like the repository root to a command (every top-level entry linked) but
   where `out/` and anything else a command writes are its own."""
@@ -195,6 +228,11 @@ def test_every_shell_block_runs_or_says_why_not(document):
 @pytest.mark.parametrize("document", documents(), ids=_shown)
 def test_every_relative_link_resolves_and_every_linked_figure_is_in_its_result_file(document):
   assert link_problems(document) == []
+
+
+@pytest.mark.parametrize("document", documents(), ids=_shown)
+def test_every_command_calls_an_existing_program_with_flags_it_defines(document):
+  assert flag_problems(document) == []
 
 
 def test_every_result_file_names_its_command_relative_to_the_repository():
@@ -329,6 +367,18 @@ def test_checker_names_blocks_without_a_marker_or_a_reason(broken_guide):
       f"{broken_guide}:18: shell block without a <!-- doc-test: run --> or <!-- doc-test: skip: <reason> --> line "
       "before it",
       f"{broken_guide}:23: doc-test skip without a reason"]
+
+
+def test_checker_names_renamed_programs_and_flags_even_in_blocks_it_skips(tmp_path):
+  guide = tmp_path / "guide.md"
+  guide.write_text("<!-- doc-test: skip: needs the real release -->\n```sh\n"
+                   ".venv/bin/python baselines/layout_train.py --data_root ~/data/npz --nograph_norm \\\n"
+                   "    --source nlp --searches random   # --searches: renamed\n"
+                   "python benchmarks/serve.py --out out/serve.md | tee log.txt --not_a_flag_of_serve\n"
+                   ".venv/bin/python baselines/convert_beam.py --input_dir d -- --runner=DirectRunner\n"
+                   ".venv/bin/python baselines/layout_training.py --source nlp\n```\n")
+  assert flag_problems(guide) == [f"{guide}:2: baselines/layout_train.py has no flag --searches",
+                                  f"{guide}:2: baselines/layout_training.py does not exist"]
 
 
 def test_checker_names_missing_link_targets_and_figures_not_in_their_file(broken_guide):
