@@ -44,6 +44,8 @@ PROGRAM_CALL = re.compile(r"(?:^|\s)(?:\S*python3?\s+)(?P<program>(?:baselines|b
 FLAG_DEFINITION = re.compile(r"DEFINE_\w+\(\s*[\"'](\w+)[\"']")
 ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "verbosity", "v", "logtostderr",
               "alsologtostderr", "log_dir", "stderrthreshold"}
+# The first line of an untagged code block that is really a command.
+UNTAGGED_COMMAND = re.compile(r"\s*(\$ |\.venv/|python3? |bazel |scripts/|cd |export )")
 # An absolute path in a command: at its start, after a space, `=` or `,`.
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s=,])/\S*")
 
@@ -110,8 +112,11 @@ def shell_blocks(document: pathlib.Path) -> list[ShellBlock]:
 
 
 def marker_problems(document: pathlib.Path) -> list[str]:
-  """One line per shell block that neither runs nor says why it does not."""
-  problems = []
+  """One line per shell block that neither runs nor says why it does not, and per code block
+  without a language whose first line is a command (it would escape the check)."""
+  problems = [f"{_shown(document)}:{start + 1}: a code block without a language that starts with a command; "
+              "tag it ```sh" for start, language, text in _code_blocks(document.read_text())[0]
+              if not language and UNTAGGED_COMMAND.match(text)]
   for block in shell_blocks(document):
     if block.marker is None:
       problems.append(f"{block.where()}: shell block without a <!-- doc-test: run --> or "
@@ -309,6 +314,10 @@ mkdir -p out/a && echo fine > out/a/first.txt
 echo no marker
 ```
 
+```
+.venv/bin/python baselines/stats.py
+```
+
 <!-- doc-test: skip -->
 ```sh
 echo a skip without a reason
@@ -364,9 +373,10 @@ def test_checker_fails_when_a_runnable_block_overruns(tmp_path):
 def test_checker_names_blocks_without_a_marker_or_a_reason(broken_guide):
   assert [block.marker for block in shell_blocks(broken_guide)] == ["run", "run", "skip", None, "skip"]
   assert marker_problems(broken_guide) == [
+      f"{broken_guide}:22: a code block without a language that starts with a command; tag it ```sh",
       f"{broken_guide}:18: shell block without a <!-- doc-test: run --> or <!-- doc-test: skip: <reason> --> line "
       "before it",
-      f"{broken_guide}:23: doc-test skip without a reason"]
+      f"{broken_guide}:27: doc-test skip without a reason"]
 
 
 def test_checker_names_renamed_programs_and_flags_even_in_blocks_it_skips(tmp_path):
@@ -383,8 +393,8 @@ def test_checker_names_renamed_programs_and_flags_even_in_blocks_it_skips(tmp_pa
 
 def test_checker_names_missing_link_targets_and_figures_not_in_their_file(broken_guide):
   assert link_problems(broken_guide) == [
-      f"{broken_guide}:27: link to missing.md, which does not exist",
-      f"{broken_guide}:28: figure '0.999' is not in benchmarks/results/serve.md"]
+      f"{broken_guide}:31: link to missing.md, which does not exist",
+      f"{broken_guide}:32: figure '0.999' is not in benchmarks/results/serve.md"]
   broken_guide.write_text(broken_guide.read_text().replace("[0.999]", "[5.68 s]").replace("missing.md", "."))
   assert link_problems(broken_guide) == []
 
