@@ -1,6 +1,7 @@
 """End to end: the main job's smallest mode leaves every artifact, and each one is usable; a
 collection it trained in a worker process trains the same in this process."""
 
+import functools
 import importlib.util
 import json
 import os
@@ -47,7 +48,9 @@ def out_dir(quickstart):
   return quickstart[0]
 
 
+@functools.cache
 def _load_quickstart():
+  """The quickstart program as a module, loaded once: its flags can be defined only once per process."""
   spec = importlib.util.spec_from_file_location("quickstart_program", QUICKSTART)
   program = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(program)
