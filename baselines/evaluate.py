@@ -1,10 +1,12 @@
 """Scores every config of one split with a trained tile or layout model: metrics and/or predictions CSV.
 
   python baselines/evaluate.py --run_dir out/tiles --split valid
-  python baselines/evaluate.py --run_dir out/tiles --data_root <TpuGraphs>/npz --split test --out_dir out/eval
-  python baselines/evaluate.py --collection layout:nlp:default --run_dir out/layout_nlp_default --split valid
+  python baselines/evaluate.py --run_dir out/layout_nlp_default --split test --out_dir out/eval
+  python baselines/evaluate.py --run_dir out/tiles --data_root <another npz tree> --split valid
 
-Reads <run_dir>/model (written by tiles_train.py or layout_train.py), converts the split's npz files to records
+Reads <run_dir>/model (written by tiles_train.py, layout_train.py or quickstart.py) and what the run's
+config.json records: its collection, the data root it trained on (--data_root overrides) and how it
+read its graphs. Converts the split's npz files to records
 (into <out_dir>/records, reused when finished) and writes <out_dir>/metrics_<split>.json (splits
 with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.csv (`ID,TopConfigs`).
 """
@@ -19,11 +21,15 @@ import tensorflow as tf
 from tpu_graphs.data import convert, errors, graphs, locations, predictions, storage
 from tpu_graphs.train import experiments, scoring, trainer
 
-_COLLECTION = flags.DEFINE_enum("collection", "tile:xla", list(graphs.COLLECTIONS), "Which collection the model ranks.")
+_COLLECTION = flags.DEFINE_enum("collection", None, list(graphs.COLLECTIONS),
+                                "Which collection the model ranks; default the run's (its config.json). Needed "
+                                "only for runs whose config.json does not record it.")
 _CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", None, "Configs scored per chunk: bounds memory; "
                                           "default the run's (its config.json).")
-_RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py.")
-_DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree holding tile/xla/<split>.")
+_RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py, layout_train.py or "
+                               "quickstart.py (<out_dir>/runs/<collection>).")
+_DATA_ROOT = flags.DEFINE_string("data_root", None, "A TpuGraphs npz tree holding the collection's <split>; default "
+                                 "the one the run trained on (its config.json), else the embedded generated data.")
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
 programs.require_at_least(1, _CONFIGS_PER_CHUNK)
@@ -33,23 +39,28 @@ def main(argv):
   del argv
   run_dir = pathlib.Path(_RUN_DIR.value)
   out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
-  split_dir = graphs.collection_directory(_DATA_ROOT.value, _COLLECTION.value) / _SPLIT.value
   if not (run_dir / "model").is_dir():
     raise errors.InputError(f"{run_dir / 'model'}: not found; train with baselines/tiles_train.py or layout_train.py first")
+  run_config = trainer.read_run_config(run_dir) or {}
+  collection = _COLLECTION.value or run_config.get("experiment", {}).get("collection")
+  if collection is None:
+    raise errors.InputError(f"{run_dir / 'config.json'}: records no collection; pass --collection")
+  data_root = _DATA_ROOT.value or experiments.recorded_data_root(run_config) or str(locations.EMBEDDED_NPZ)
+  split_dir = graphs.collection_directory(data_root, collection) / _SPLIT.value
   if not split_dir.is_dir():
     raise errors.InputError(f"{split_dir}: not found; pass --data_root=<TpuGraphs npz tree>")
-  run_config = trainer.read_run_config(run_dir) or {}
-  task_class = experiments.task_class(_COLLECTION.value)
+  task_class = experiments.task_class(collection)
   if run_config.get("task", task_class.__name__) != task_class.__name__:
-    raise errors.InputError(f"{run_dir}: trained a {run_config['task']}, which cannot score {_COLLECTION.value} "
+    raise errors.InputError(f"{run_dir}: trained a {run_config['task']}, which cannot score {collection} "
                             f"graphs; pass the --collection it was trained on")
+  print(f"{run_dir}: {collection}, {_SPLIT.value} split of {data_root}", flush=True)
   task = task_class(**run_config.get("task_settings", {}))  # reads the graphs as the run did (e.g. pruned)
   out_dir.mkdir(parents=True, exist_ok=True)
   configs_per_chunk = _CONFIGS_PER_CHUNK.value or run_config.get("model", {}).get("configs_per_chunk")
   convert.convert_directory(split_dir, out_dir / "records",
                             **({"configs_per_chunk": configs_per_chunk} if configs_per_chunk else {}))
   scorer = tf.keras.models.load_model(str(run_dir / "model"))
-  records_dir = graphs.collection_directory(out_dir / "records", _COLLECTION.value) / _SPLIT.value
+  records_dir = graphs.collection_directory(out_dir / "records", collection) / _SPLIT.value
   eval_batch_size = run_config.get("eval_batch_size", trainer.TrainingConfig.eval_batch_size)
   scored = scoring.score_records(task, scorer, records_dir, batch_size=eval_batch_size)
   predictions.write_predictions(out_dir / f"predictions_{_SPLIT.value}.csv", scoring.ranked_predictions(task, scored))

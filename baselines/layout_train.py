@@ -29,6 +29,10 @@ from tpu_graphs import programs
 from tpu_graphs import training_programs
 from tpu_graphs.models import layout_model
 
+# --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
+# this program's own; TensorFlow's stay in --helpfull.
+flags.adopt_module_key_flags(training_programs)
+
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
 _SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "The run directory; default out/layout_<source>_<search>.")

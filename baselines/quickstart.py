@@ -2,12 +2,13 @@
 
   python baselines/quickstart.py                                 # embedded generated data, ~7 min on 2 cores
   python baselines/quickstart.py --experiment smallest --out_dir /tmp/q  # the smallest run (also --mode smallest)
-  python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real
+  python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real  # the real release: recipe
   bazel run //baselines:quickstart
 
 For each of the five collections (side by side on CPUs, one after another with GPUs or a cluster):
-convert the npz files to GraphTensor records, train the named experiment's short run
-(tpu_graphs/train/experiments.py; tile and layout tasks on the shared trainer), score every
+convert the npz files to GraphTensor records, train the experiment (tpu_graphs/train/experiments.py;
+tile and layout tasks on the shared trainer): on generated data the short "quickstart" runs tuned
+to it, on the real release each collection's recipe, as tiles_train.py and layout_train.py train it; score every
 validation config through the exported SavedModel, and write test predictions. Then merge the
 five prediction files into one submission validated against the test files, rank one test graph
 through a SavedModel, and write report.md with plots. Rerunning resumes finished work (converted
@@ -36,14 +37,34 @@ from tpu_graphs.train import experiments, report, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/quickstart", "Where runs, submission.csv and the report go.")
-_EXPERIMENT = flags.DEFINE_enum("experiment", "quickstart", ["quickstart", "smallest"],
-                                 "The named experiment every collection trains (tpu_graphs/train/experiments.py); "
-                                 "smallest: one short epoch, small models.")
+_EXPERIMENT = flags.DEFINE_enum("experiment", None, ["quickstart", "smallest", "recipe"],
+                                 "What every collection trains (tpu_graphs/train/experiments.py): quickstart (short "
+                                 "runs tuned to generated data), recipe (each collection's training-program default, "
+                                 "experiments 'tile' and 'layout', chosen on real programs) or smallest (one short "
+                                 "epoch, small models). Default: quickstart on generated data (a GENERATED.md beside "
+                                 "the npz tree, as the embedded data has), recipe on any other data root.")
 flags.DEFINE_alias("mode", "experiment")
 _PARALLEL = flags.DEFINE_integer("parallel", None,
                                  "How many collections train at the same time on this machine's CPUs, each in its own "
                                  "process; default one per core (at most 5). With GPUs or a cluster: always 1.")
 programs.require_at_least(1, _PARALLEL)
+
+
+def is_generated(data_root: pathlib.Path) -> bool:
+  """Whether the npz tree was made by the generator (baselines/generate.py writes GENERATED.md beside it)."""
+  return (data_root.parent / "GENERATED.md").exists()
+
+
+def chosen_experiment(choice: Optional[str], data_root: pathlib.Path) -> str:
+  """The --experiment choice, or its default for this data root: the shortened runs tuned to generated
+  data only on generated data, the real-data recipe on any other root (the real release)."""
+  return choice or ("quickstart" if is_generated(data_root) else "recipe")
+
+
+def collection_experiment(name: str, collection: str) -> experiments.Experiment:
+  """The named experiment's settings for one collection; "recipe" means the collection's kind's own
+  experiment ("tile" or "layout"), what tiles_train.py and layout_train.py train by default."""
+  return experiments.experiment(graphs.collection_kind(collection) if name == "recipe" else name, collection)
 
 
 def _say(step: int, message: str) -> None:
@@ -103,10 +124,10 @@ def run_collection(experiment_name: str, collection: str, data_root: pathlib.Pat
                    strategy=None) -> CollectionOutcome:
   """Converts, trains, exports and scores one collection under `strategy` (default: the trainer's
   choice); its lines start with the collection."""
-  experiment = experiments.experiment(experiment_name, collection).overridden(training={"verbose": 2})
+  experiment = collection_experiment(experiment_name, collection).overridden(training={"verbose": 2})
   run_dir = out_dir / "runs" / collection.replace(":", "_")
   _say(graphs.COLLECTIONS.index(collection) + 1,
-       f"{collection}: convert, train {experiment.training['epochs']} epoch(s), export -> {run_dir}")
+       f"{collection}: {experiments.progress_line(experiment, run_dir)}, export -> {run_dir}")
   with contextlib.redirect_stdout(LinePrefixer(sys.stdout, f"  [{collection}] ")):
     started = time.time()
     experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
@@ -161,7 +182,9 @@ def main(argv):
   at_once = collections_at_once()  # before any TensorFlow op, as a multi-worker strategy needs
   if at_once > 1:
     print(f"[quickstart] {at_once} collections at a time, each in its own process", flush=True)
-  outcomes = run_collections(_EXPERIMENT.value, data_root, out_dir, at_once)
+  experiment = chosen_experiment(_EXPERIMENT.value, data_root)
+  print(f"[quickstart] experiment {experiment}" + (" (generated data)" if is_generated(data_root) else ""), flush=True)
+  outcomes = run_collections(experiment, data_root, out_dir, at_once)
   results = [outcome.result for outcome in outcomes]
   test_results = [(o.result.collection, o.test_summary) for o in outcomes if o.test_summary is not None]
   prediction_files = [outcome.predictions for outcome in outcomes]
@@ -172,9 +195,8 @@ def main(argv):
   example = sorted((graphs.collection_directory(data_root, "tile:xla") / "test").glob("*.npz"))[0]
   best = ranker.Ranker(out_dir / "runs" / "tile_xla" / saved_model.EXPORT_DIR_NAME).rank_file(example)[0].best(5)
   ranking_line = f"`{example.name}` through `runs/tile_xla/export`: best configs {[i for i, _ in best]}"
-  preamble = [f"Data: `{data_root}`" + (" (**generated** data, see its GENERATED.md)" if
-                                         (data_root.parent / "GENERATED.md").exists() else ""),
-              f"Experiment: {_EXPERIMENT.value}; wall time {time.time() - started:.0f} s.",
+  preamble = [f"Data: `{data_root}`" + (" (**generated** data, see its GENERATED.md)" if is_generated(data_root) else ""),
+              f"Experiment: {experiment}; wall time {time.time() - started:.0f} s.",
               f"Submission: `submission.csv`, {rows} rows, validated against the test files.",
               f"Ranking of one test kernel: {ranking_line}."]
   if test_results:

@@ -25,6 +25,10 @@ from tpu_graphs import programs
 from tpu_graphs import training_programs
 from tpu_graphs.models import tile_model
 
+# --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
+# this program's own; TensorFlow's stay in --helpfull.
+flags.adopt_module_key_flags(training_programs)
+
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/tiles", "The run directory.")
 _JOIN = flags.DEFINE_enum("join", None, tile_model.JOINS, "Where config features meet the graph.")
 

@@ -3,13 +3,14 @@
 import errno
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from tpu_graphs import programs
-from tpu_graphs.data import graphs
+from tpu_graphs.data import graphs, locations
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = """
@@ -137,6 +138,36 @@ def test_tensorflow_logs_and_warnings_are_silenced_unless_verbosity_asks(tmp_pat
   assert f"TF_CPP_MIN_LOG_LEVEL {level}" in completed.stdout
   assert ("a warning of TensorFlow's logger" in completed.stderr) == shown
   assert ("a UserWarning raised in TensorFlow" in completed.stderr) == shown
+
+
+# Flags a user of each training program needs first; TensorFlow's own flags (those its modules define
+# with absl) belong in --helpfull only.
+SHARED_TRAINING_FLAGS = ("--data_root", "--epochs", "--experiment", "--out_dir", "--batch_size", "--seed")
+
+
+@pytest.mark.parametrize("program", ["tiles_train.py", "layout_train.py"])
+def test_help_lists_the_shared_training_flags_and_nothing_of_tensorflow(program):
+  completed = _run(REPO / "baselines" / program, "--help")  # absl ends --help with status 1
+  assert "\nflags:\n" in completed.stdout, completed.stderr[-2000:]
+  flag_lines = completed.stdout.split("\nflags:\n", 1)[1]
+  assert [flag for flag in SHARED_TRAINING_FLAGS if f"  {flag}:" not in flag_lines] == []
+  sections = [line[:-1] for line in flag_lines.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+  assert len(sections) == 1 and sections[0].endswith(f"baselines/{program}")  # none from tensorflow.* modules
+  assert "tensorflow" not in flag_lines.lower() and "--helpfull" in completed.stdout
+
+
+def test_a_tile_run_its_split_cannot_batch_is_refused_before_anything_is_written(tmp_path):
+  train, valid = tmp_path / "npz/tile/xla/train", tmp_path / "npz/tile/xla/valid"
+  for split, count in ((train, 2), (valid, 1)):
+    split.mkdir(parents=True)
+    for path in sorted((locations.EMBEDDED_NPZ / "tile/xla" / split.name).glob("*.npz"))[:count]:
+      shutil.copy(path, split / path.name)
+  completed = _run(REPO / "baselines/tiles_train.py", f"--data_root={tmp_path / 'npz'}", "--batch_size=8",
+                   f"--out_dir={tmp_path / 'run'}")
+  assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr[-2000:]
+  assert f"{train}: 2 training graph(s) give 2 config chunk(s)" in completed.stderr
+  assert "cannot fill one batch of 8; pass a --batch_size of at most 2" in completed.stderr
+  assert not (tmp_path / "run").exists()  # so a retry with --batch_size 2 starts afresh, not "configured otherwise"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """End to end: the main job's smallest mode leaves every artifact, and each one is usable; a
 collection it trained in a worker process trains the same in this process."""
 
+import functools
 import importlib.util
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 
 from tpu_graphs.data import graphs, locations, npz, predictions
 from tpu_graphs.export import ranker, saved_model, submission
+from tpu_graphs.train import experiments
 
 QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
 RUNS = {"tile:xla": "tile_xla", "layout:xla:default": "layout_xla_default", "layout:xla:random": "layout_xla_random",
@@ -46,6 +48,15 @@ def out_dir(quickstart):
   return quickstart[0]
 
 
+@functools.cache
+def _load_quickstart():
+  """The quickstart program as a module, loaded once: its flags can be defined only once per process."""
+  spec = importlib.util.spec_from_file_location("quickstart_program", QUICKSTART)
+  program = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(program)
+  return program
+
+
 def test_prints_its_progress_and_results_without_tensorflow_noise(quickstart):
   _, completed = quickstart
   output = completed.stdout + completed.stderr
@@ -63,9 +74,7 @@ def test_collections_train_side_by_side_and_their_lines_name_them(quickstart):
 
 
 def test_a_collection_trains_the_same_in_this_process_as_in_the_main_jobs_worker(out_dir, tmp_path):
-  spec = importlib.util.spec_from_file_location("quickstart_program", QUICKSTART)
-  program = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(program)
+  program = _load_quickstart()
   collection = "layout:nlp:random"
   outcome = program.run_collection("smallest", collection, locations.EMBEDDED_NPZ, tmp_path)
   here, there = tmp_path / "runs" / RUNS[collection], out_dir / "runs" / RUNS[collection]
@@ -85,7 +94,8 @@ def test_submission_covers_every_test_graph_and_validates(out_dir):
 @pytest.mark.parametrize("collection", sorted(RUNS))
 def test_each_run_records_the_experiment_it_resolved(out_dir, collection):
   recorded = json.loads((out_dir / "runs" / RUNS[collection] / "config.json").read_text())
-  assert recorded["experiment"] == {"name": "smallest", "collection": collection}
+  assert recorded["experiment"] == {"name": "smallest", "collection": collection,
+                                    "data_root": str(locations.EMBEDDED_NPZ.resolve())}
   assert recorded["epochs"] == 1 and recorded["model"]["units"] == 16
 
 
@@ -106,6 +116,40 @@ def test_report_holds_all_five_collections_and_its_plots(out_dir):
   assert "**generated** data" in text
   for image in ("training_curves.png", "rank_scatter.png", "tile_top_k_error.png", "kendall_per_graph.png"):
     assert f"]({image})" in text and (out_dir / image).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_generated_data_trains_the_quickstart_runs_and_any_other_root_the_recipe(tmp_path):
+  program = _load_quickstart()
+  assert program.chosen_experiment(None, locations.EMBEDDED_NPZ) == "quickstart"
+  assert program.chosen_experiment(None, tmp_path / "npz") == "recipe"  # no GENERATED.md: the real release
+  assert program.chosen_experiment("smallest", tmp_path / "npz") == "smallest"
+  for collection in RUNS:
+    recipe = program.collection_experiment("recipe", collection)
+    kind_default = experiments.experiment(graphs.collection_kind(collection), collection)
+    assert (recipe.training, recipe.model) == (kind_default.training, kind_default.model)
+  assert program.collection_experiment("recipe", "layout:xla:random").model.graph_norm  # what real files favour
+
+
+def test_a_rerun_says_it_resumes_a_finished_run(out_dir):
+  experiment = experiments.experiment("smallest", "tile:xla")
+  assert experiments.progress_line(experiment, out_dir / "runs/tile_xla") == (
+      "resume: all 1 epoch(s) trained already; evaluate")
+  longer = experiment.overridden(training={"epochs": 3})
+  assert experiments.progress_line(longer, out_dir / "runs/tile_xla") == (
+      "resume after epoch 1: convert what is missing, train epochs 2-3")
+
+
+def test_evaluate_reads_collection_and_data_root_from_the_run(out_dir, tmp_path):
+  run_dir = out_dir / "runs" / RUNS["layout:nlp:random"]
+  environment = dict(os.environ, PYTHONPATH=str(QUICKSTART.parents[1]))
+  completed = subprocess.run([sys.executable, str(QUICKSTART.parent / "evaluate.py"), f"--run_dir={run_dir}",
+                              "--split=valid", f"--out_dir={tmp_path}"],
+                             capture_output=True, text=True, timeout=600, env=environment)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert f"{run_dir}: layout:nlp:random, valid split of {locations.EMBEDDED_NPZ.resolve()}" in completed.stdout
+  evaluated = json.loads((tmp_path / "metrics_valid.json").read_text())
+  trained = json.loads((run_dir / "metrics.json").read_text())["valid"]
+  assert evaluated["mean"] == pytest.approx(trained["mean"], abs=1e-6)
 
 
 if __name__ == "__main__":

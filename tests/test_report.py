@@ -40,5 +40,29 @@ def test_top_k_error_curve_matches_metric_and_never_increases():
   assert curve[:4] == pytest.approx([1.0, 0.5, 0.5, 0.0])
   assert curve[4:] == [0.0] * 6
 
+
+def test_training_curves_count_epochs_from_one_as_the_progress_lines_do():
+  result = fake_result("layout:xla:default", 2, 0)  # history epochs 0, 1, 2 (history.json's count)
+  figure = report.training_curves_figure([result])
+  for axis in figure.axes:
+    assert [list(line.get_xdata()) for line in axis.get_lines()] == [[1, 2, 3]]
+  low, high = figure.axes[1].get_xlim()
+  assert [tick for tick in figure.axes[1].get_xticks() if low <= tick <= high] == [1, 2, 3]  # whole epochs
+
+
+def test_per_graph_bars_carry_whole_graph_ids_inside_the_saved_image(tmp_path):
+  long_ids = ["unet_3d.4x4.bf16.batch_size_4.sharded", "mlperf_bert_batch_24_2x2", "inference_mlperf_ssd_1200_batch_1"]
+  scored = {f"layout:xla:default:{graph_id}": (np.arange(5.0), np.arange(5.0)) for graph_id in long_ids}
+  figure = report.kendall_per_graph_figure([report.CollectionResult("layout:xla:default", [], scored, {})])
+  labels = [label.get_text() for label in figure.axes[0].get_xticklabels()]
+  assert labels == [f"{graph_id} (xla:default)" for graph_id in sorted(long_ids)]
+  # Saved as the report saves it (bbox_inches="tight"): the image grows to hold every label whole.
+  figure.canvas.draw()
+  renderer = figure.canvas.get_renderer()
+  tight = figure.get_tightbbox(renderer)
+  assert all(tight.contains(*corner) for label in figure.axes[0].get_xticklabels()
+             for corner in label.get_window_extent(renderer).corners() / figure.dpi)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

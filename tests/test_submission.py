@@ -1,5 +1,6 @@
 """The submission validator accepts a complete, well-formed submission and names each bad row."""
 
+import json
 import os
 import sys
 
@@ -95,6 +96,23 @@ def test_newest_run_per_collection(tmp_path):
   layout = write_run(tmp_path, "c", ["layout:nlp:random:z,0"])
   os.utime(old, (1, 1))
   assert submission.newest_prediction_files(tmp_path) == {"tile:xla": new, "layout:nlp:random": layout}
+
+
+def test_only_runs_trained_on_the_data_root_are_taken_and_the_others_are_named(tmp_path):
+  release, generated = tmp_path / "release/npz", tmp_path / "generated/npz"
+  runs = tmp_path / "runs"
+  trained = {"real_tile": release, "generated_tile": generated}
+  for name, data_root in trained.items():
+    write_run(runs, name, ["tile:xla:x,0"])
+    (runs / name / "config.json").write_text(json.dumps({"experiment": {"collection": "tile:xla",
+                                                                        "data_root": str(data_root)}}))
+  write_run(runs, "unrecorded", ["tile:xla:x,0"])
+  os.utime(runs / "real_tile/predictions.csv", (1, 1))  # older than the generated run: still the one taken
+  taken, passed_over = submission.runs_trained_on(runs, release)
+  assert taken == [runs / "real_tile/predictions.csv"]
+  assert passed_over == [f"{runs / 'generated_tile/predictions.csv'}: trained on {generated}, not {release}",
+                         f"{runs / 'unrecorded/predictions.csv'}: no config.json beside it records its data root"]
+  assert submission.newest_prediction_files(runs, taken) == {"tile:xla": runs / "real_tile/predictions.csv"}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from tpu_graphs.train import experiments, losses, strategies
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
-                               "program's. The flags below override its settings.")
+                               "program's. A training or model flag left unset takes the experiment's value.")
 DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
                                 "A TpuGraphs npz tree holding the collection's {train,valid,test} splits.")
 RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
@@ -65,6 +65,7 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
   experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
+  print(f"{collection}: {experiments.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
   result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
                              exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],

@@ -60,6 +60,12 @@ def chunk_configs(graph: graphs.Graph, configs_per_chunk: int = DEFAULT_CONFIGS_
   return max(1, min(configs_per_chunk, chunk_bytes // bytes_per_config))
 
 
+def chunk_count(graph: graphs.Graph, configs_per_chunk: int = DEFAULT_CONFIGS_PER_CHUNK,
+                chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
+  """Config-chunk records graph_records writes for this graph."""
+  return -(-graph.num_configs // chunk_configs(graph, configs_per_chunk, chunk_bytes))
+
+
 def _context(graph: graphs.Graph, configs_in_chunk: int) -> tfgnn.Context:
   features = {
       "graph_id": tf.constant([graph.graph_id]),

@@ -10,8 +10,9 @@ the collection's task submits (`Task.submission_length`), all when it submits ev
 
 from __future__ import annotations
 
+import json
 import pathlib
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Optional
 
 from tpu_graphs.data import graphs, npz, predictions
 from tpu_graphs.train import experiments
@@ -74,10 +75,34 @@ def write_submission(path, rows: Iterable[predictions.Prediction]) -> None:
   predictions.write_predictions(path, sorted(rows, key=lambda p: (order[p.collection], p.graph_id)))
 
 
-def newest_prediction_files(runs_dir) -> dict[str, pathlib.Path]:
-  """Collection -> the most recently written predictions.csv under runs_dir holding its rows."""
+def runs_trained_on(runs_dir, data_root) -> tuple[list[pathlib.Path], list[str]]:
+  """The predictions.csv files under runs_dir whose run trained on data_root (the config.json beside
+  each records its data root, experiments.data_root_name), and for each other one a line naming it
+  and why it is passed over: predictions of another data root's test graphs cannot make this
+  root's submission, even where graph ids coincide (generated data reuses the release's names)."""
+  wanted = experiments.data_root_name(data_root)
+  taken, passed_over = [], []
+  for path in sorted(pathlib.Path(runs_dir).rglob("predictions.csv")):
+    try:
+      recorded = experiments.recorded_data_root(json.loads((path.parent / "config.json").read_text()))
+    except FileNotFoundError:
+      passed_over.append(f"{path}: no config.json beside it records its data root")
+      continue
+    except (OSError, ValueError) as error:
+      passed_over.append(f"{path}: its config.json is unreadable ({error})")
+      continue
+    if recorded == wanted:
+      taken.append(path)
+    else:
+      passed_over.append(f"{path}: trained on {recorded or 'an unrecorded data root'}, not {wanted}")
+  return taken, passed_over
+
+
+def newest_prediction_files(runs_dir, candidates: Optional[Iterable[pathlib.Path]] = None) -> dict[str, pathlib.Path]:
+  """Collection -> the most recently written predictions.csv holding its rows, among `candidates`
+  (default: every predictions.csv under runs_dir)."""
   newest: dict[str, pathlib.Path] = {}
-  for path in pathlib.Path(runs_dir).rglob("predictions.csv"):
+  for path in pathlib.Path(runs_dir).rglob("predictions.csv") if candidates is None else candidates:
     rows = predictions.csv_rows(path)
     next(rows, None)
     first = next(rows, None)

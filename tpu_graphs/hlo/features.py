@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, Iterable, Sequence
 
@@ -56,10 +57,6 @@ def _bools(values: Sequence[bool], count: int) -> list[float]:
   return _leading([1 if v else 0 for v in values], count) + [float(trues), float(len(values) - trues)]
 
 
-def _numbered(prefix: str, count: int, aggregates: Iterable[str] = ("sum", "product")) -> list[str]:
-  return [f"{prefix}_{i}" for i in range(count)] + [f"{prefix}_{a}" for a in aggregates]
-
-
 def _one_hot_element_type(element_type: int) -> list[float]:
   row = [0.0] * len(ELEMENT_TYPES)
   column = _ELEMENT_TYPE_COLUMN.get(element_type)
@@ -79,77 +76,212 @@ def _convolution_dimension_numbers(numbers) -> list[float]:
 _WINDOW_FIELDS = ("size", "stride", "padding_low", "padding_high", "window_dilation", "base_dilation")
 
 
-def _window(window) -> list[float]:
-  dims = window.dimensions
-  row = []
+@dataclasses.dataclass(frozen=True)
+class FeatureGroup:
+  """Consecutive feature columns computed together from one part of an XLA proto.
+
+  The one table of what each column is: the featurizer computes its values from it, and
+  docs/features.md is generated from it (tpu_graphs/hlo/feature_spec.py), so the documented index,
+  name and meaning of a column cannot drift from the code that fills it.
+
+  names, meanings: one entry per column, in column order.
+  source: the proto field(s) read, e.g. "shape.dimensions" of an HloInstructionProto.
+  units: what the numbers count (elements, dimension indices, a 0/1 flag, ...).
+  values: the proto (and for node features whether the instruction is its computation's root)
+    -> one float per column.
+  """
+  names: tuple[str, ...]
+  meanings: tuple[str, ...]
+  source: str
+  units: str
+  values: Callable[..., list[float]]
+
+
+def _sequence(prefix: str, entry: str, whole: str, count: int, aggregates: Sequence[str] = ("sum", "product"),
+              empty_product: float = 1.0) -> tuple[tuple[str, ...], tuple[str, ...]]:
+  """(names, meanings) of a sequence's columns: its first `count` entries (prefix_0 ..; `entry`
+  describes entry {i}), then aggregates over all of its entries (`whole` names them): "sum",
+  "product", or for flags "true_count" and "false_count"."""
+  names = [f"{prefix}_{i}" for i in range(count)] + [f"{prefix}_{a}" for a in aggregates]
+  meanings = [f"{entry.format(i=i)}; 0 if there is no entry {i}" for i in range(count)]
+  aggregate_meanings = {
+      "sum": f"sum of {whole} (all of them, not only the first {count}); 0 if there are none",
+      "product": f"product of {whole} (all of them); {empty_product:g} if there are none",
+      "true_count": f"number of {whole} that are true",
+      "false_count": f"number of {whole} that are false"}
+  return tuple(names), tuple(meanings) + tuple(aggregate_meanings[a] for a in aggregates)
+
+
+def _group(columns: tuple[tuple[str, ...], tuple[str, ...]], source: str, units: str,
+           values: Callable[..., list[float]]) -> FeatureGroup:
+  return FeatureGroup(columns[0], columns[1], source, units, values)
+
+
+_WINDOW_MEANINGS = {"size": "window size", "stride": "window stride", "padding_low": "padding before the base area",
+                    "padding_high": "padding after the base area",
+                    "window_dilation": "window dilation (1 = none: d - 1 holes between window elements)",
+                    "base_dilation": "base dilation (1 = none: d - 1 holes between base elements)"}
+
+
+def _window_groups() -> list[FeatureGroup]:
+  """The window's six per-dimension fields (convolution, reduce-window, select-and-scatter), then
+  its reversal flags; one group each."""
+  groups = []
   for field in _WINDOW_FIELDS:
-    row += _with_sum_product([getattr(d, field) for d in dims], 6)
-  return row + _bools([d.window_reversal for d in dims], 6)
+    groups.append(_group(
+        _sequence(f"window_{field}", f"{_WINDOW_MEANINGS[field]} in window dimension {{i}} "
+                  f"(`window.dimensions[{{i}}].{field}`)", f"the {field} values of every window dimension", 6),
+        f"window.dimensions[*].{field}", "dilation factor" if "dilation" in field else "elements",
+        lambda inst, is_root, field=field: _with_sum_product([getattr(d, field) for d in inst.window.dimensions], 6)))
+  groups.append(_group(
+      _sequence("window_window_reversal", "1 if window dimension {i} is reversed "
+                "(`window.dimensions[{i}].window_reversal`), else 0", "the window dimensions' reversal flags", 6,
+                ("true_count", "false_count")),
+      "window.dimensions[*].window_reversal", "0/1 flag; count",
+      lambda inst, is_root: _bools([d.window_reversal for d in inst.window.dimensions], 6)))
+  return groups
 
 
-def _slice_dimensions(slices) -> list[float]:
-  return (_with_sum_product([s.start for s in slices], 2) + _with_sum_product([s.stride for s in slices], 2)
-          + _with_sum_product([s.limit for s in slices], 2))
-
-
-def _padding(padding_config) -> list[float]:
-  dims = padding_config.dimensions
-  return (_with_sum_product([d.edge_padding_low for d in dims], 2)
-          + _with_sum_product([d.edge_padding_high for d in dims], 2))
-
-
-# (column names, values of an instruction given whether it is its computation's root), in order.
-_NODE_FEATURE_GROUPS: tuple[tuple[list[str], Callable], ...] = (
-    (["is_root"], lambda inst, is_root: [1.0 if is_root else 0.0]),
-    (["element_size_in_bits"], lambda inst, is_root: [0.0]),
-    ([f"shape_element_type_is_{name}" for name, _ in ELEMENT_TYPES],
-     lambda inst, is_root: _one_hot_element_type(inst.shape.element_type)),
-    (_numbered("shape_dimensions", 6), lambda inst, is_root: _with_sum_product(inst.shape.dimensions, 6)),
-    (["shape_tuple_shapes_size"], lambda inst, is_root: [float(len(inst.shape.tuple_shapes))]),
-    (["parameter_number"], lambda inst, is_root: [float(inst.parameter_number)]),
-    (_numbered("dimensions", 6, ()), lambda inst, is_root: _leading(inst.dimensions, 6)),
-    ([name for field in _WINDOW_FIELDS for name in _numbered(f"window_{field}", 6)]
-     + _numbered("window_window_reversal", 6, ("true_count", "false_count")),
-     lambda inst, is_root: _window(inst.window)),
-    (["convolution_dim_numbers_input_batch_dim", "convolution_dim_numbers_input_feature_dim"]
-     + _numbered("convolution_dim_numbers_input_spatial_dims", 4, ())
-     + ["convolution_dim_numbers_kernel_input_feature_dim", "convolution_dim_numbers_kernel_output_feature_dim"]
-     + _numbered("convolution_dim_numbers_kernel_spatial_dims", 4, ())
-     + ["convolution_dim_numbers_output_batch_dim", "convolution_dim_numbers_output_feature_dim"],
-     lambda inst, is_root: _convolution_dimension_numbers(inst.convolution_dimension_numbers)),
-    (["feature_group_count", "batch_group_count"],
-     lambda inst, is_root: [float(inst.feature_group_count), float(inst.batch_group_count)]),
-    (_numbered("slice_dims_start", 2) + _numbered("slice_dims_stride", 2) + _numbered("slice_dims_limit", 2),
-     lambda inst, is_root: _slice_dimensions(inst.slice_dimensions)),
-    (_numbered("dynamic_slice_sizes", 2), lambda inst, is_root: _with_sum_product(inst.dynamic_slice_sizes, 2)),
-    (_numbered("padding_config_edge_padding_low", 2) + _numbered("padding_config_edge_padding_high", 2),
-     lambda inst, is_root: _padding(inst.padding_config)),
-    (["is_stable"], lambda inst, is_root: [1.0 if inst.is_stable else 0.0]),
-    (_numbered("layout_minor_to_major", 6, ()),
-     lambda inst, is_root: _leading(inst.shape.layout.minor_to_major, 6)),
+_CONVOLUTION_COLUMNS = (
+    ("convolution_dim_numbers_input_batch_dim", "input_batch_dimension: the input's batch dimension"),
+    ("convolution_dim_numbers_input_feature_dim", "input_feature_dimension: the input's feature dimension"),
+    *((f"convolution_dim_numbers_input_spatial_dims_{i}",
+       f"input_spatial_dimensions[{i}]: the input's spatial dimension {i}; 0 if there is no entry {i}")
+      for i in range(4)),
+    ("convolution_dim_numbers_kernel_input_feature_dim",
+     "kernel_input_feature_dimension: the kernel's (rhs) input feature dimension"),
+    ("convolution_dim_numbers_kernel_output_feature_dim",
+     "kernel_output_feature_dimension: the kernel's (rhs) output feature dimension"),
+    *((f"convolution_dim_numbers_kernel_spatial_dims_{i}",
+       f"kernel_spatial_dimensions[{i}]: the kernel's spatial dimension {i}; 0 if there is no entry {i}")
+      for i in range(4)),
+    ("convolution_dim_numbers_output_batch_dim", "output_batch_dimension: the output's batch dimension"),
+    ("convolution_dim_numbers_output_feature_dim", "output_feature_dimension: the output's feature dimension"),
 )
 
-NODE_FEATURE_NAMES: tuple[str, ...] = tuple(name for names, _ in _NODE_FEATURE_GROUPS for name in names)
+# The node feature columns, in the release's order (indices 0-139).
+NODE_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
+    FeatureGroup(("is_root",), ("1 if the instruction is the root (output) of its computation "
+                                "(its id is the computation's root_id), else 0",),
+                 "HloComputationProto.root_id", "0/1 flag", lambda inst, is_root: [1.0 if is_root else 0.0]),
+    FeatureGroup(("element_size_in_bits",), ("always 0 (the release's extractor no longer fills it)",),
+                 "none", "bits", lambda inst, is_root: [0.0]),
+    FeatureGroup(tuple(f"shape_element_type_is_{name}" for name, _ in ELEMENT_TYPES),
+                 tuple(f"1 if the result's element type (`shape.element_type`) is {name.upper()} "
+                       f"(xla.PrimitiveType {number}), else 0" for name, number in ELEMENT_TYPES),
+                 "shape.element_type", "0/1 flag (one-hot)",
+                 lambda inst, is_root: _one_hot_element_type(inst.shape.element_type)),
+    _group(_sequence("shape_dimensions", "size of dimension {i} of the result (`shape.dimensions[{i}]`)",
+                     "the result's dimension sizes (a scalar or a tuple has none)", 6), "shape.dimensions", "elements",
+           lambda inst, is_root: _with_sum_product(inst.shape.dimensions, 6)),
+    FeatureGroup(("shape_tuple_shapes_size",), ("number of elements of a tuple-shaped result "
+                                                "(len(shape.tuple_shapes)); 0 for arrays",),
+                 "shape.tuple_shapes", "count", lambda inst, is_root: [float(len(inst.shape.tuple_shapes))]),
+    FeatureGroup(("parameter_number",), ("the K of a parameter(K) instruction; 0 for every other opcode",),
+                 "parameter_number", "parameter index", lambda inst, is_root: [float(inst.parameter_number)]),
+    _group(_sequence("dimensions", "`dimensions[{i}]`: a dimension number the instruction acts on (broadcast, reduce, "
+                     "transpose, reverse, concatenate, ...)", "", 6, ()),
+           "dimensions", "dimension index", lambda inst, is_root: _leading(inst.dimensions, 6)),
+    *_window_groups(),
+    FeatureGroup(tuple(name for name, _ in _CONVOLUTION_COLUMNS),
+                 tuple(f"convolution_dimension_numbers.{meaning}" for _, meaning in _CONVOLUTION_COLUMNS),
+                 "convolution_dimension_numbers", "dimension index",
+                 lambda inst, is_root: _convolution_dimension_numbers(inst.convolution_dimension_numbers)),
+    FeatureGroup(("feature_group_count", "batch_group_count"),
+                 ("feature_group_count of a convolution (grouped / depthwise convolution); the proto's 0 where unset",
+                  "batch_group_count of a convolution; the proto's 0 where unset"),
+                 "feature_group_count, batch_group_count", "count",
+                 lambda inst, is_root: [float(inst.feature_group_count), float(inst.batch_group_count)]),
+    _group(_sequence("slice_dims_start", "start index of a slice in dimension {i} (`slice_dimensions[{i}].start`)",
+                     "the slice's start indices", 2), "slice_dimensions[*].start",
+           "elements (index)", lambda inst, is_root: _with_sum_product([d.start for d in inst.slice_dimensions], 2)),
+    _group(_sequence("slice_dims_stride", "stride of a slice in dimension {i} (`slice_dimensions[{i}].stride`)",
+                     "the slice's strides", 2), "slice_dimensions[*].stride",
+           "elements per step", lambda inst, is_root: _with_sum_product([d.stride for d in inst.slice_dimensions], 2)),
+    _group(_sequence("slice_dims_limit", "exclusive end index of a slice in dimension {i} (`slice_dimensions[{i}].limit`)",
+                     "the slice's end indices", 2),
+           "slice_dimensions[*].limit", "elements (index)",
+           lambda inst, is_root: _with_sum_product([d.limit for d in inst.slice_dimensions], 2)),
+    _group(_sequence("dynamic_slice_sizes", "size of a dynamic slice in dimension {i} (`dynamic_slice_sizes[{i}]`)",
+                     "the dynamic slice's sizes", 2),
+           "dynamic_slice_sizes", "elements", lambda inst, is_root: _with_sum_product(inst.dynamic_slice_sizes, 2)),
+    _group(_sequence("padding_config_edge_padding_low", "padding a pad adds before dimension {i} "
+                     "(`padding_config.dimensions[{i}].edge_padding_low`; interior padding is not a feature)",
+                     "the low edge paddings", 2),
+           "padding_config.dimensions[*].edge_padding_low", "elements",
+           lambda inst, is_root: _with_sum_product([d.edge_padding_low for d in inst.padding_config.dimensions], 2)),
+    _group(_sequence("padding_config_edge_padding_high", "padding a pad adds after dimension {i} "
+                     "(`padding_config.dimensions[{i}].edge_padding_high`)", "the high edge paddings", 2),
+           "padding_config.dimensions[*].edge_padding_high", "elements",
+           lambda inst, is_root: _with_sum_product([d.edge_padding_high for d in inst.padding_config.dimensions], 2)),
+    FeatureGroup(("is_stable",), ("1 if a sort is stable (is_stable), else 0",), "is_stable", "0/1 flag",
+                 lambda inst, is_root: [1.0 if inst.is_stable else 0.0]),
+    _group(_sequence("layout_minor_to_major", "the dimension at position {i} of the result's minor-to-major layout "
+                     "order, position 0 most minor (`shape.layout.minor_to_major[{i}]`)", "", 6, ()),
+           "shape.layout.minor_to_major", "dimension index",
+           lambda inst, is_root: _leading(inst.shape.layout.minor_to_major, 6)),
+)
+
+NODE_FEATURE_NAMES: tuple[str, ...] = tuple(name for group in NODE_FEATURE_GROUPS for name in group.names)
 
 
 def node_features(instruction, is_root: bool) -> list[float]:
   """The 140 feature values of one HloInstructionProto, in NODE_FEATURE_NAMES order."""
   row = []
-  for _, values in _NODE_FEATURE_GROUPS:
-    row += values(instruction, is_root)
+  for group in NODE_FEATURE_GROUPS:
+    row += group.values(instruction, is_root)
   return row
 
 
-TILE_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(
-    _numbered("kernel_bounds", 6) + _numbered("output_bounds", 6) + _numbered("input_bounds", 6))
+def _bounds_group(field: str, what: str) -> FeatureGroup:
+  return _group(_sequence(field, f"{what} in dimension {{i}} (`{field}[{{i}}]`)", f"the {field}", 6, empty_product=0.0),
+                f"TileSizeConfig.{field}",
+                "elements (tile size)", lambda config: _with_sum_product(getattr(config, field), 6, empty_product=0.0))
+
+
+# The tile config columns (indices 0-23); input bounds are mostly empty: XLA derives them from the
+# output (and kernel) bounds.
+TILE_CONFIG_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
+    _bounds_group("kernel_bounds", "tile size of a convolution's kernel (filter)"),
+    _bounds_group("output_bounds", "tile size of the kernel's output"),
+    _bounds_group("input_bounds", "tile size of the kernel's input (usually unset: XLA derives it)"),
+)
+TILE_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(name for group in TILE_CONFIG_FEATURE_GROUPS for name in group.names)
 
 
 def tile_config_features(tile_size_config) -> np.ndarray:
   """(24,) float32 features of a tpu_graphs.TileSizeConfig, in TILE_CONFIG_FEATURE_NAMES order."""
   row = []
-  for bounds in (tile_size_config.kernel_bounds, tile_size_config.output_bounds, tile_size_config.input_bounds):
-    row += _with_sum_product(bounds, 6, empty_product=0.0)
+  for group in TILE_CONFIG_FEATURE_GROUPS:
+    row += group.values(tile_size_config)
   return np.asarray(row, np.float32)
+
+
+def _layout_group(tensor: int, name: str, what: str) -> FeatureGroup:
+  names = tuple(f"{name}_layout_{i}" for i in range(LAYOUT_MAX_DIMS))
+  meanings = tuple(f"the dimension at position {i} of the minor-to-major layout order of {what}, position 0 most "
+                   f"minor (`tensors[{tensor}].dims[{i}]`); -1 if there is no entry {i} or no such tensor"
+                   for i in range(LAYOUT_MAX_DIMS))
+  return FeatureGroup(names, meanings, f"LayoutConfig.nodes[j].tensors[{tensor}].dims", "dimension index; -1 unset",
+                      lambda node, tensor=tensor: _layout_row(node, tensor))
+
+
+def _layout_row(node, tensor: int) -> list[float]:
+  """One tensor's minor-to-major dims of a NodeLayoutConfig, past 6 dropped, -1 padded."""
+  dims = list(node.tensors[tensor].dims)[:LAYOUT_MAX_DIMS] if tensor < len(node.tensors) else []
+  return [float(d) for d in dims] + [-1.0] * (LAYOUT_MAX_DIMS - len(dims))
+
+
+# The layout config columns of one configurable node (indices 0-17): a minor-to-major order for
+# each of its first three tensors. The release names them output, input and kernel; the program
+# graphs of new code (featurize.program_graph) fill them with the result and the first two operands.
+LAYOUT_CONFIG_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
+    _layout_group(0, "output", "the node's result (output)"),
+    _layout_group(1, "input", "the node's first operand (input)"),
+    _layout_group(2, "kernel", "the node's second operand (a convolution's kernel, a dot's right-hand side)"),
+)
+LAYOUT_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(
+    name for group in LAYOUT_CONFIG_FEATURE_GROUPS for name in group.names)
 
 
 class LayoutConfigError(ValueError):
@@ -157,17 +289,16 @@ class LayoutConfigError(ValueError):
 
 
 def layout_config_features(layout_config) -> np.ndarray:
-  """(nc, 18) float32 features of a tpu_graphs.LayoutConfig, one row per configured node.
+  """(nc, 18) float32 features of a tpu_graphs.LayoutConfig, one row per configured node, in
+  LAYOUT_CONFIG_FEATURE_NAMES order.
 
   Row j holds tensor t's minor-to-major dims in columns 6t..6t+5 (dims past 6 dropped); -1 pads
   tensors and dims that are not set.
   """
-  rows = np.full((len(layout_config.nodes), LAYOUT_MAX_TENSORS * LAYOUT_MAX_DIMS), -1.0, np.float32)
+  rows = np.empty((len(layout_config.nodes), len(LAYOUT_CONFIG_FEATURE_NAMES)), np.float32)
   for j, node in enumerate(layout_config.nodes):
     if len(node.tensors) > LAYOUT_MAX_TENSORS:
       raise LayoutConfigError(f"configurable node {j} sets {len(node.tensors)} tensor layouts, at most "
                               f"{LAYOUT_MAX_TENSORS} fit the format")
-    for t, tensor in enumerate(node.tensors):
-      dims = list(tensor.dims)[:LAYOUT_MAX_DIMS]
-      rows[j, t * LAYOUT_MAX_DIMS:t * LAYOUT_MAX_DIMS + len(dims)] = dims
+    rows[j] = [value for group in LAYOUT_CONFIG_FEATURE_GROUPS for value in group.values(node)]
   return rows

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pathlib
 from typing import Callable, Optional, Sequence, Union
 
 import tensorflow as tf
 
 from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import strategies, tasks, trainer
 
 
 def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
@@ -194,6 +195,49 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
   return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
 
 
+def data_root_name(data_root) -> str:
+  """How a run's config.json records its data root (experiment.data_root), so that programs reading
+  the run can find its data and compare roots: a local path made absolute, a URL as given."""
+  return str(pathlib.Path(data_root).resolve()) if storage.is_local(data_root) else os.fspath(data_root)
+
+
+def check_batch_fits(experiment: Experiment, train_npz_dir) -> None:
+  """Refuses, from the npz files alone (before anything is converted or written), an experiment whose
+  epochs are one pass over the training chunks (no steps_per_epoch) when those chunks cannot fill
+  one batch. The count is that of the records conversion would write (deduplication, applied later,
+  can only lower it, and the trainer checks again)."""
+  if experiment.training.get("steps_per_epoch"):
+    return
+  batch_size = experiment.training["batch_size"]
+  paths = sorted(storage.glob(storage.join(train_npz_dir, "*.npz")))
+  chunks = 0
+  for path in paths:
+    chunks += records.chunk_count(npz.read_graph(path, stream_configs=True), experiment.model.configs_per_chunk)
+    if chunks >= batch_size:
+      return
+  raise errors.InputError(
+      f"{train_npz_dir}: {len(paths)} training graph(s) give {chunks} config chunk(s) of at most "
+      f"{experiment.model.configs_per_chunk} configs, which cannot fill one batch of {batch_size}; pass a "
+      f"--batch_size of at most {chunks}, or a --steps_per_epoch to sample lists from repeated passes")
+
+
+def recorded_data_root(run_config: dict) -> Optional[str]:
+  """The data root a run's config.json records (data_root_name), or None for runs that predate it."""
+  return run_config.get("experiment", {}).get("data_root")
+
+
+def progress_line(experiment: Experiment, out_dir) -> str:
+  """What `train` is about to do in out_dir, for a program's progress line: a new run's epochs, or
+  where a rerun resumes."""
+  epochs, done = experiment.training["epochs"], trainer.epochs_done(out_dir)
+  if done == 0:
+    return f"convert, train {epochs} epoch(s)"
+  if done >= epochs:
+    return f"resume: all {epochs} epoch(s) trained already; evaluate"
+  to_train = f"epoch {epochs}" if done + 1 == epochs else f"epochs {done + 1}-{epochs}"
+  return f"resume after epoch {done}: convert what is missing, train {to_train}"
+
+
 def train(experiment: Experiment, data_root, out_dir, records_dir=None,
           strategy: Optional[tf.distribute.Strategy] = None, exporters: Sequence[Callable] = (),
           callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
@@ -208,13 +252,21 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   """
   out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
   records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
-  collection_records = prepare_records(experiment, data_root, records_root, out_dir)
-  test_dir = storage.join(collection_records, "test")
+  collection_records = storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
   config = trainer.TrainingConfig(
       train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
-      out_dir=out_dir, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None,
-      model=dataclasses.asdict(experiment.model),
-      experiment={"name": experiment.name, "collection": experiment.collection}, **experiment.training)
+      out_dir=out_dir, model=dataclasses.asdict(experiment.model),
+      experiment={"name": experiment.name, "collection": experiment.collection,
+                  "data_root": data_root_name(data_root)}, **experiment.training)
   train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
+  # Every check that can refuse the run, before conversion writes anything (the records' default
+  # place is inside out_dir): a refused run leaves out_dir as it was, ready for a corrected retry.
+  strategy = strategy or strategies.choose_strategy()  # also before any TensorFlow op, as it must be
+  trainer.check_run(experiment.task(), config, strategy)
+  if storage.is_directory(train_npz_dir):
+    check_batch_fits(experiment, train_npz_dir)
+  prepare_records(experiment, data_root, records_root, out_dir)
+  test_dir = storage.join(collection_records, "test")
+  config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
   build = experiment.model.model_builder(train_npz_dir)
   return trainer.run(experiment.task(), build, config, strategy, callbacks, exporters=exporters)

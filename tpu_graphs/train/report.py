@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on servers and CI
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import matplotlib.ticker  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from tpu_graphs.data import storage
@@ -58,10 +59,16 @@ def _primary_validation_metric(history: Sequence[Mapping[str, float]]) -> Option
   return next((k for k in ("val_tile_score", "val_kendall_tau") if k in keys), None)
 
 
-def plot_training_curves(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+def epoch_numbers(history: Sequence[Mapping[str, float]]) -> list[int]:
+  """The epochs of a history as Keras's progress lines number them: from 1 (history.json counts from 0)."""
+  return [int(h["epoch"]) + 1 for h in history]
+
+
+def training_curves_figure(results: Sequence[CollectionResult]):
+  """Training loss (top row) and the primary validation metric (bottom row) per epoch, a column per collection."""
   figure, axes = plt.subplots(2, len(results), figsize=(3.2 * len(results), 5), squeeze=False, sharex="col")
   for column, result in enumerate(results):
-    epochs = [h["epoch"] for h in result.history]
+    epochs = epoch_numbers(result.history)
     axes[0, column].plot(epochs, [h["loss"] for h in result.history], "o-")
     axes[0, column].set_title(result.collection, fontsize=9)
     primary = _primary_validation_metric(result.history)
@@ -69,10 +76,15 @@ def plot_training_curves(results: Sequence[CollectionResult], path: pathlib.Path
       axes[1, column].plot(epochs, [h[primary] for h in result.history], "s-", color="tab:orange")
       axes[1, column].set_ylabel(primary, fontsize=8)
     axes[1, column].set_xlabel("epoch")
+    axes[1, column].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
   axes[0, 0].set_ylabel("training loss", fontsize=8)
   figure.suptitle("Training loss (top) and validation metric after each epoch (bottom)")
   figure.tight_layout()
-  return _save(figure, path)
+  return figure
+
+
+def plot_training_curves(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+  return _save(training_curves_figure(results), path)
 
 
 def plot_rank_scatter(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
@@ -103,19 +115,33 @@ def plot_top_k_error(result: CollectionResult, path: pathlib.Path) -> str:
   return _save(figure, path)
 
 
-def plot_kendall_per_graph(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
-  figure, axis = plt.subplots(figsize=(7, 3))
+def graph_label(key: str) -> str:
+  """A per-graph bar's label, one line: the whole graph id and its collection without the kind
+  ("unet_3d.4x4.bf16 (xla:default)" for "layout:xla:default:unet_3d.4x4.bf16")."""
+  collection, graph_id = key.rsplit(":", 1)
+  return f"{graph_id} ({collection.split(':', 1)[1]})"
+
+
+def kendall_per_graph_figure(results: Sequence[CollectionResult]):
+  """One bar per validation graph, labelled with its whole id; the figure widens with the graphs so
+  that labels do not overlap."""
   labels, values = [], []
   for result in results:
     for key, (runtimes, scores) in sorted(result.scored.items()):
-      labels.append(key.rsplit(":", 1)[1][:14] + f"\n{result.collection.split(':', 1)[1]}")
+      labels.append(graph_label(key))
       values.append(metrics.kendall_tau(runtimes, scores))
+  figure, axis = plt.subplots(figsize=(max(7.0, 0.15 * len(values)), 3))
   axis.bar(range(len(values)), values)
   axis.set_xticks(range(len(values)), labels, rotation=90, fontsize=6)
+  axis.set_xlim(-0.6, len(values) - 0.4)
   axis.axhline(0, color="k", linewidth=0.8)
   axis.set_ylabel("Kendall's tau")
   axis.set_title("Kendall's tau per validation graph (layout collections)", fontsize=9)
-  return _save(figure, path)
+  return figure
+
+
+def plot_kendall_per_graph(results: Sequence[CollectionResult], path: pathlib.Path) -> str:
+  return _save(kendall_per_graph_figure(results), path)
 
 
 def metric_table(results: Sequence[CollectionResult]) -> str:

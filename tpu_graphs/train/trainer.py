@@ -73,7 +73,8 @@ class RunDirectoryError(errors.InputError):
 # config.json entries a rerun may change and still resume the run: how long it trains, how it
 # reports, and where its data and directory are. Any other change would resume weights, optimizer
 # state and stopping state that another configuration produced.
-RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "valid_dir", "test_dir", "out_dir"})
+RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "valid_dir", "test_dir", "out_dir",
+                               "experiment.data_root"})
 
 
 def read_run_config(run_dir) -> Optional[dict]:
@@ -106,6 +107,27 @@ def check_resumable(run_dir, run_config: dict) -> None:
   if changed:
     raise RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: this run was configured otherwise "
                             f"({'; '.join(changed)}); use another run directory or delete this one")
+
+
+def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
+  """The checks of `run` that can refuse a run, none of which reads or writes its records: a run
+  directory configured otherwise (check_resumable) and a batch the replicas cannot share. Returns
+  the run's config.json content. Callers that write before `run` (converting records) call it first,
+  so that a refused run leaves nothing behind."""
+  config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
+  run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
+                "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
+  check_resumable(config.out_dir, run_config)
+  if config.batch_size % strategy.num_replicas_in_sync:
+    raise errors.InputError(f"batch_size {config.batch_size} is not divisible by "
+                            f"{strategy.num_replicas_in_sync} replicas")
+  return run_config
+
+
+def epochs_done(out_dir) -> int:
+  """Epochs the run in out_dir has finished and checkpointed (a rerun resumes after them); 0 for a new run."""
+  latest = tf.train.latest_checkpoint(storage.join(out_dir, "checkpoints"))
+  return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
@@ -222,14 +244,10 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     exporters: called with the final (best) scorer after model/ is saved.
   """
   strategy = strategy or strategies.choose_strategy()
-  config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
+  run_config = check_run(task, config, strategy)
+  config = dataclasses.replace(config, out_dir=run_config["out_dir"])
   out_dir = config.out_dir  # a local path or a URL (gs://...): joined with storage.join
-  run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
-                "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
-  check_resumable(out_dir, run_config)
   replicas = strategy.num_replicas_in_sync
-  if config.batch_size % replicas:
-    raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
   storage.makedirs(out_dir)
   _write_json(storage.join(out_dir, "config.json"), run_config)
   training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
