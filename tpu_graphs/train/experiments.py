@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import strategies, tasks, trainer
 
 
 def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
@@ -189,6 +189,8 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
   if "train" not in present or "valid" not in present:
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
   split_dirs = [storage.join(source, split) for split in present]
+  for split_dir in split_dirs:  # every split's files are there and named well before any is converted
+    convert.find_source_groups(split_dir)
   experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
   # records_root may be a URL (gs://...)
   return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
@@ -208,13 +210,19 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   """
   out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
   records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
-  collection_records = prepare_records(experiment, data_root, records_root, out_dir)
-  test_dir = storage.join(collection_records, "test")
+  strategy = strategy or strategies.choose_strategy()
+  collection_records = storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
   config = trainer.TrainingConfig(
       train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
-      out_dir=out_dir, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None,
-      model=dataclasses.asdict(experiment.model),
+      out_dir=out_dir, model=dataclasses.asdict(experiment.model),
       experiment={"name": experiment.name, "collection": experiment.collection}, **experiment.training)
+  task = experiment.task()
+  # A run directory of another run is refused before records are converted into it.
+  trainer.check_resumable(strategies.worker_directory(strategy, out_dir), trainer.run_configuration(task, config,
+                                                                                                    strategy))
+  prepare_records(experiment, data_root, records_root, out_dir)
+  test_dir = storage.join(collection_records, "test")
+  config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
   train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
   build = experiment.model.model_builder(train_npz_dir)
-  return trainer.run(experiment.task(), build, config, strategy, callbacks, exporters=exporters)
+  return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)
