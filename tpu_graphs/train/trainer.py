@@ -131,7 +131,7 @@ def _tensors_readable(prefix: str) -> Optional[str]:
   """Why the checkpoint at `prefix` cannot be restored (its index or data unreadable, a checksum
   that does not match), or None. Reading every tensor checks every checksum."""
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # load_checkpoint takes ram:// prefixes for folders
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
   except (tf.errors.OpError, ValueError) as error:
