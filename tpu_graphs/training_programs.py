@@ -70,6 +70,10 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
                              exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
+  unmeasured = result["valid"].get("unmeasured", [])
+  if unmeasured:
+    print(f"{len(unmeasured)} validation graph(s) have no measured runtime (all 0) and are left out of the metrics: "
+          f"{', '.join(unmeasured)}")
   print(f"run directory: {out_dir}")
   strategies.finish(strategy)
   return result

@@ -90,8 +90,10 @@ def plot_rank_scatter(results: Sequence[CollectionResult], path: pathlib.Path) -
 
 
 def top_k_error_curve(scored: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> list[float]:
-  """Mean top-K slowdown error over graphs for K in TOP_K_RANGE."""
-  return [float(np.mean([metrics.top_k_slowdown(r, s, k) for r, s in scored.values()])) for k in TOP_K_RANGE]
+  """Mean top-K slowdown error over the measured graphs (scoring.evaluate leaves the others out) for
+  K in TOP_K_RANGE."""
+  return [float(np.mean([metrics.top_k_slowdown(r, s, k) for r, s in scored.values() if (r > 0).any()]))
+          for k in TOP_K_RANGE]
 
 
 def plot_top_k_error(result: CollectionResult, path: pathlib.Path) -> str:
@@ -108,6 +110,8 @@ def plot_kendall_per_graph(results: Sequence[CollectionResult], path: pathlib.Pa
   labels, values = [], []
   for result in results:
     for key, (runtimes, scores) in sorted(result.scored.items()):
+      if not (runtimes > 0).any():  # unmeasured: no tau
+        continue
       labels.append(key.rsplit(":", 1)[1][:14] + f"\n{result.collection.split(':', 1)[1]}")
       values.append(metrics.kendall_tau(runtimes, scores))
   axis.bar(range(len(values)), values)

@@ -11,7 +11,10 @@
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
   state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one (the
   losses and models draw nothing at random outside the checkpoint or the seeded inputs); a rerun
-  configured otherwise than the run's config.json is refused before anything is written;
+  configured otherwise than the run's config.json is refused before anything is written; a damaged
+  run directory resumes from the newest checkpoint whose tensors verify, or is refused naming the
+  damaged file (config.json, history.json, checkpoints, best/); a training loss that becomes NaN
+  or infinite stops the run before anything of its epoch is saved;
 * at the end: the best weights are evaluated on validation (per-graph breakdown in
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
@@ -291,8 +294,9 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.model.stop_training = True
       raise TrainingDivergedError(
           f"{self.out_dir}: the training loss became {loss} in epoch {epoch} (learning rate "
-          f"{self.config.learning_rate}, loss {self.config.loss!r}); stopped, keeping the checkpoint of epoch "
-          f"{int(self.state['epoch'].numpy())}. Train with a lower --learning_rate in another --out_dir")
+          f"{self.config.learning_rate}, loss {self.config.loss!r}); stopped, nothing of epoch {epoch} was saved "
+          f"(the checkpoints keep the {int(self.state['epoch'].numpy())} epoch(s) before it). Train with a lower "
+          "--learning_rate in another --out_dir")
     validation = scoring.evaluate(self.task, scoring.score_records(self.task, self.scorer, self.config.valid_dir,
                                                                    self.config.eval_batch_size))["mean"]
     logs.update({f"val_{name}": value for name, value in validation.items()})
