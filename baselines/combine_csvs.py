@@ -36,6 +36,7 @@ def main(argv):
     for collection in graphs.COLLECTIONS:
       print(f"{collection:20s} {newest.get(collection, f'(no run under {_RUNS_DIR.value} trained on this data root)')}")
     files = list(newest.values())
+  programs.refuse_overwriting_inputs("output", _OUTPUT.value, [*map(str, files), _DATA_ROOT.value])
   rows = submission.combine(files, _DATA_ROOT.value, _OUTPUT.value)
   print(f"wrote {_OUTPUT.value}: {rows} rows, validated against the test files of {_DATA_ROOT.value}")
 

@@ -18,7 +18,6 @@ See tpu_graphs/beam_pipeline.py and the README's "Scale-out: Beam".
 
 from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
-from apache_beam.options import pipeline_options
 
 from tpu_graphs import beam_pipeline
 from tpu_graphs.data import graphs
@@ -36,7 +35,7 @@ flags.mark_flag_as_required("input_dir")
 
 
 def main(argv):
-  options = pipeline_options.PipelineOptions(argv[1:])
+  options = beam_pipeline.checked_options(argv[1:])
   summary = beam_pipeline.run_conversion(
       _INPUT_DIR.value, _OUTPUT_DIR.value, options, input_pb_glob=_INPUT_PB_GLOB.value,
       labelled_split=_LABELLED_SPLIT.value, **_RECORD_SIZES())

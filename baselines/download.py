@@ -21,7 +21,11 @@ _SPLITS = flags.DEFINE_list("splits", list(graphs.SPLITS), "Splits to fetch: tra
 _DEST = flags.DEFINE_string("dest", "~/data/tpugraphs", "Data root; the npz/ tree is extracted under it.")
 _BASE_URL = flags.DEFINE_string("base_url", download.RELEASE_URL, "Where the release's tar files are.")
 _LIST = flags.DEFINE_bool("list", False, "Only print the archives that would be fetched, with their sizes.")
+_WAIT_SECONDS = flags.DEFINE_float("wait_seconds", download.DEFAULT_WAIT_SECONDS,
+                                   "Give up after waiting this long, in all, for a server that sends nothing "
+                                   "(silent connections and pauses between retries); bytes received restart it.")
 programs.check_flag(_COLLECTIONS, lambda collections: [download.archive_name(c, "train") for c in collections])
+flags.register_validator(_WAIT_SECONDS, lambda value: value > 0, message="--wait_seconds must be positive")
 programs.check_flag(_SPLITS, lambda splits: [download.archive_name("tile:xla", s) for s in splits])
 
 
@@ -29,7 +33,8 @@ def main(argv):
   del argv
   wanted = [(collection, split) for collection in _COLLECTIONS.value for split in _SPLITS.value]
   names = [download.archive_name(collection, split) for collection, split in wanted]
-  downloader = download.Downloader(_DEST.value, base_url=_BASE_URL.value, progress=sys.stderr)
+  downloader = download.Downloader(_DEST.value, base_url=_BASE_URL.value, wait_seconds=_WAIT_SECONDS.value,
+                                  progress=sys.stderr)
   if _LIST.value:
     list_archives(downloader, names)
     return

@@ -15,7 +15,7 @@ from absl import flags
 
 from tpu_graphs import programs
 from tpu_graphs.data import statistics
-from tpu_graphs.synth import generate
+from tpu_graphs.synth import generate, zoo
 
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Root of the generated tree.", required=True)
 _SCALE = flags.DEFINE_enum("scale", "small", sorted(generate.SCALES), "How much to generate.")
@@ -24,6 +24,17 @@ _ARCHITECTURES = flags.DEFINE_list("architectures", None, "Zoo architectures to 
 _CONFIGS_PER_GRAPH = flags.DEFINE_integer(
     "configs_per_graph", None, f"Layout configs per graph (default: the scale's; at most {generate.MAX_CONFIGS}).")
 programs.require_at_least(1, _CONFIGS_PER_GRAPH)
+
+
+def known_architectures(names) -> None:
+  """Raises ValueError naming every architecture of `names` the zoo does not have."""
+  unknown = [name for name in names or () if name not in zoo.ARCHITECTURES_BY_NAME]
+  if unknown:
+    raise ValueError(f"unknown architecture(s) {', '.join(map(repr, unknown))}; the zoo has "
+                     f"{', '.join(sorted(zoo.ARCHITECTURES_BY_NAME))}")
+
+
+programs.check_flag(_ARCHITECTURES, known_architectures)
 
 
 def progress_bar(start: float):

@@ -31,6 +31,7 @@ programs.require_at_least(1, _TOP, _CONFIGS_PER_CALL)
 
 def main(argv):
   del argv
+  programs.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
   rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value)
   result = []

@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import http.server
+import io
 import json
 import os
 import pathlib
@@ -37,7 +38,12 @@ import pytest
 import tensorflow as tf
 
 import tile_test_data
-from tpu_graphs.data import convert, download, graphs, locations, npz
+from tensorflow.compiler.xla.service import hlo_pb2
+
+from tpu_graphs import beam_pipeline
+from tpu_graphs.data import convert, download, errors, graphs, locations, npz, storage
+from tpu_graphs.hlo import featurize
+from tpu_graphs.train import losses, metrics, scoring, tasks, trainer
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TRAINING_FLAGS = ["--epochs=2", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
@@ -419,6 +425,106 @@ def _empty_root(workspace, folder):
   return folder / "empty"
 
 
+def _run_copy(workspace: Workspace, folder: pathlib.Path) -> pathlib.Path:
+  """A copy of the trained run (finished: 2 epochs, checkpoints ckpt-1 and ckpt-2)."""
+  shutil.copytree(workspace.run, folder / "run")
+  return folder / "run"
+
+
+def _rerun_flags(workspace: Workspace, run: pathlib.Path) -> list[str]:
+  return [f"--data_root={workspace.npz_root}", f"--records_dir={workspace.records.parents[1]}", f"--out_dir={run}",
+          *TRAINING_FLAGS]
+
+
+def _damaged_run(damage: Callable[[pathlib.Path], None]):
+  """prepare() of a rerun of a copy of the trained run that `damage` changed; the copy's other
+  files must survive the refusal."""
+  def prepare(workspace: Workspace, folder: pathlib.Path) -> Call:
+    run = _run_copy(workspace, folder)
+    damage(run)
+    return Call(_rerun_flags(workspace, run), kept=[run])
+  return prepare
+
+
+def _truncate(path: pathlib.Path) -> None:
+  path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+
+
+def _flip_a_byte(path: pathlib.Path) -> None:
+  content = bytearray(path.read_bytes())
+  content[len(content) // 2] ^= 0xFF
+  path.write_bytes(bytes(content))
+
+
+def _checkpoint_data(run: pathlib.Path, number: int) -> pathlib.Path:
+  return next((run / "checkpoints").glob(f"ckpt-{number}.data-*"))
+
+
+def _recorded_nan_learning_rate(run: pathlib.Path) -> None:
+  """config.json as an older version wrote it for --learning_rate=nan (NaN is no JSON number)."""
+  config = json.loads((run / "config.json").read_text())
+  config["learning_rate"] = float("nan")
+  (run / "config.json").write_text(json.dumps(config))
+
+
+def prepare_newest_checkpoint_damaged(workspace: Workspace, folder: pathlib.Path) -> Call:
+  run = _run_copy(workspace, folder)
+  _flip_a_byte(_checkpoint_data(run, 2))
+
+  def check(completed):  # epoch 2 trained again from ckpt-1 ends as the uninterrupted run did
+    whole, resumed = (tf.train.load_checkpoint(str(path / "checkpoints" / "ckpt-2")) for path in (workspace.run, run))
+    for name in whole.get_variable_to_shape_map():
+      if name != "_CHECKPOINTABLE_OBJECT_GRAPH":
+        np.testing.assert_array_equal(resumed.get_tensor(name), whole.get_tensor(name), err_msg=name)
+    assert (run / "history.json").read_text() == (workspace.run / "history.json").read_text()
+
+  return Call(_rerun_flags(workspace, run), check=check)
+
+
+def prepare_diverging_learning_rate(workspace: Workspace, folder: pathlib.Path) -> Call:
+  run = folder / "run"
+
+  def check(completed):  # nothing of the diverged epoch was kept: no checkpoint, no best weights
+    assert not list(run.glob("checkpoints/ckpt-*")) and not (run / "best").exists()
+
+  return Call([f"--data_root={workspace.npz_root}", f"--records_dir={workspace.records.parents[1]}",
+               f"--out_dir={run}", *TRAINING_FLAGS, "--epochs=1", "--learning_rate=1e30"], check=check)
+
+
+def prepare_layout_train_into_a_tile_run(workspace: Workspace, folder: pathlib.Path) -> Call:
+  run = _run_copy(workspace, folder)
+
+  def check(completed):  # refused before converting or deduplicating into it
+    assert not (run / "records").exists() and not (run / "dedup").exists()
+
+  return Call([f"--out_dir={run}", "--epochs=1"], kept=[run], check=check)
+
+
+def prepare_rank_json_naming_its_input(workspace: Workspace, folder: pathlib.Path) -> Call:
+  graph = folder / "graph.npz"
+  shutil.copy(sorted((workspace.npz_root / "tile/xla/test").glob("*.npz"))[0], graph)
+  return Call([f"--model={workspace.run / 'export'}", f"--input={graph}", f"--json={graph}"], kept=[graph])
+
+
+def prepare_convert_empty_folder(workspace: Workspace, folder: pathlib.Path) -> Call:
+  (folder / "empty").mkdir()
+
+  def check(completed):
+    assert not (folder / "records").exists()
+
+  return Call([f"--input_dir={folder / 'empty'}", f"--output_dir={folder / 'records'}"], check=check)
+
+
+def prepare_convert_graph_id_with_colon(workspace: Workspace, folder: pathlib.Path) -> Call:
+  split_dir = _tile_dir(folder, "test")
+  shutil.copy(split_dir / "good.npz", split_dir / "a:b.npz")
+
+  def check(completed):  # refused before the good file was converted
+    assert not (folder / "records").exists()
+
+  return Call([f"--input_dir={folder / 'npz'}", f"--output_dir={folder / 'records'}"], check=check)
+
+
 CASES = [
     # Bad input files: refused naming the file, no hang on special files.
     Case("stats_fifo_named_npz", "stats", _stats_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)"),
@@ -452,6 +558,18 @@ CASES = [
          r"--epochs must be at least 1"),
     Case("rank_top_negative", "rank", _flags("--model={export}", "--input={test_graph}", "--top=-1"),
          r"--top must be at least 1"),
+    Case("tiles_train_learning_rate_nan", "tiles_train", _flags("--learning_rate=nan", "--out_dir={case}/run"),
+         r"--learning_rate: learning rate nan is not a positive finite number"),
+    Case("tiles_train_negative_loss_weight", "tiles_train", _flags("--loss=listmle:1,mse:-0.5", "--out_dir={case}/run"),
+         r"--loss: loss weight '-0.5' of 'mse' .* is not a finite number >= 0"),
+    Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet,bogus", "--output_dir={case}/gen"),
+         r"--architectures: unknown architecture\(s\) 'bogus'"),
+    Case("convert_beam_unknown_pipeline_option", "convert_beam",
+         _flags("--input_dir={embedded}", "--output_dir={case}/records", "--", "--direct_num_workerz=2"),
+         r"Beam pipeline options: unknown option\(s\) --direct_num_workerz"),
+    Case("convert_empty_folder", "convert", prepare_convert_empty_folder, r"empty: no \.npz files below this folder"),
+    Case("convert_graph_id_with_colon", "convert", prepare_convert_graph_id_with_colon,
+         r"a:b\.npz: graph id 'a:b' \(the file name\) cannot be part of a submission ID"),
     Case("download_unknown_collection", "download", _flags("--collections=tile:tpu", "--dest={case}/dest"),
          r"--collections: unknown collection 'tile:tpu'"),
     # Unusable output paths: a file where a folder should be, a special file, a full disk.
@@ -467,6 +585,8 @@ CASES = [
          r"a_file: File exists|a_file.*: Not a directory"),
     Case("combine_disk_full", "combine_csvs",
          _combine(lambda workspace, folder: workspace.npz_root, file_size_limit=16), r"submission\.csv: File too large"),
+    Case("rank_json_naming_its_input", "rank", prepare_rank_json_naming_its_input,
+         r"graph\.npz: --json would overwrite the input .*graph\.npz", after_training=True),
     Case("rank_json_to_dev_full", "rank", _flags("--model={export}", "--input={test_graph}", "--json=/dev/full"),
          r"/dev/full: a device or socket, not a regular file; refusing to replace it", after_training=True),
     Case("download_dest_under_a_file", "download", prepare_download_under_a_file,
@@ -479,6 +599,26 @@ CASES = [
     Case("tiles_train_rerun_with_other_model_flags", "tiles_train", prepare_changed_model_flags,
          r"config\.json: this run was configured otherwise \(model\.units 16 -> 32\); use another run directory",
          after_training=True),
+    Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
+         r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'", after_training=True),
+    Case("tiles_train_rerun_of_a_nan_learning_rate_run", "tiles_train", _damaged_run(_recorded_nan_learning_rate),
+         r"config\.json: this run was configured otherwise \(learning_rate nan -> 0\.003\)", after_training=True),
+    # Damaged run directories: resumed from what verifies, or refused naming the file and how to start over.
+    Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
+         r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
+    Case("tiles_train_truncated_history_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "history.json")),
+         r"history\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
+    Case("tiles_train_every_checkpoint_damaged", "tiles_train",
+         _damaged_run(lambda run: [_truncate(_checkpoint_data(run, n)) for n in (1, 2)]),
+         r"ckpt-1: damaged .*no intact checkpoint is left: delete .*run .*to start over", after_training=True),
+    Case("tiles_train_damaged_best_weights", "tiles_train",
+         _damaged_run(lambda run: _flip_a_byte(next((run / "best").glob("weights.data-*")))),
+         r"best/weights: damaged \(.*\); the weights of the best epoch \d are lost: delete", after_training=True),
+    Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",
+         prepare_newest_checkpoint_damaged, r"ckpt-2: damaged \(.*\); resuming from .*ckpt-1", status=0,
+         after_training=True),
+    Case("tiles_train_loss_becomes_nan", "tiles_train", prepare_diverging_learning_rate,
+         r"the training loss became (nan|inf) in epoch 0 .*stopped, nothing of epoch 0 was saved"),
     Case("download_corrupt_archive_without_md5", "download", prepare_corrupt_download,
          rf"{ARCHIVE}: corrupt, moved it to .*{ARCHIVE}\.corrupt \(a rerun fetches it again\)"),
     Case("download_corrupt_archive_kept_by_an_earlier_run", "download", prepare_corrupt_kept_archive,
@@ -534,6 +674,218 @@ def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(ca
   assert outcome.kept_after == outcome.kept_before
   if outcome.check_failure:
     raise outcome.check_failure
+
+
+# ---- Kinds checked in one process: where numbers and files enter, each the one check of its kind.
+
+
+def _layout_arrays(**replaced) -> dict:
+  """A labelled layout graph of 4 ops (3 configurable) and 4 configs, with `replaced` arrays."""
+  arrays = {"node_feat": np.zeros((4, graphs.NODE_FEATURE_WIDTH), np.float32), "node_opcode": np.ones(4, np.uint8),
+            "edge_index": np.array([[1, 0], [2, 1], [3, 2]], np.int64), "node_config_ids": np.arange(3, dtype=np.int64),
+            "node_config_feat": np.tile(np.array([0, 1, -1] * 6, np.float32), (4, 3, 1)),
+            "config_runtime": np.array([4, 3, 2, 1], np.int64), "node_splits": np.array([[0]], np.int64)}
+  return {**arrays, **replaced}
+
+
+def _with_value(array: np.ndarray, value: float) -> np.ndarray:
+  changed = array.astype(np.float64 if abs(value) > 3e38 else array.dtype)
+  changed.flat[5] = value
+  return changed
+
+
+@pytest.mark.parametrize("split, replaced, message", [
+    ("train", {"node_feat": _with_value(np.zeros((4, 140)), 1e39)}, r"'node_feat' holds 1e\+39, beyond float32's range"),
+    ("test", {"node_config_feat": _with_value(_layout_arrays()["node_config_feat"], 50)},
+     r"'node_config_feat'\[0, 0, 5\] = 50 is not a layout value"),
+    ("valid", {"node_config_feat": _with_value(_layout_arrays()["node_config_feat"], 2.5)},
+     r"'node_config_feat'\[0, 0, 5\] = 2.5 is not a layout value"),
+    ("train", {"config_runtime": np.zeros(4, np.int64)}, r"'config_runtime' is all 0 \(nothing measured\) in the training"),
+    ("train", {"node_config_ids": np.zeros(0, np.int64), "node_config_feat": np.zeros((4, 0, 18), np.float32)},
+     r"'node_config_ids' is empty: no node is configurable"),
+], ids=["float64_beyond_float32", "layout_value_50", "layout_value_2_5", "unmeasured_training_graph",
+        "no_configurable_node"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["loaded", "streamed"])
+def test_reader_refuses_values_the_format_does_not_allow(tmp_path, split, replaced, message, streamed):
+  path = tmp_path / "layout/xla/default" / split / "g.npz"
+  npz.write_npz(path, _layout_arrays(**replaced))
+  with pytest.raises(graphs.GraphFileError, match=message):
+    graph = npz.read_graph(path, stream_configs=streamed)
+    np.asarray(graph.node_config_feat)  # a streamed array's values are checked as they are read
+
+
+def test_unmeasured_validation_graph_is_left_out_of_the_metrics_and_listed(tmp_path):
+  path = tmp_path / "layout/xla/default/valid/unmeasured.npz"
+  npz.write_npz(path, _layout_arrays(config_runtime=np.zeros(4, np.int64)))
+  graph = npz.read_graph(path)  # accepted, with a warning
+  scored = {"layout:xla:default:unmeasured": (graph.runtimes(), np.arange(4.0)),
+            "layout:xla:default:measured": (np.array([4.0, 3, 2, 1]), np.array([3.0, 2, 1, 0]))}
+  result = scoring.evaluate(tasks.LayoutTask(), scored)
+  assert result["unmeasured"] == ["layout:xla:default:unmeasured"] and result["graphs"] == 1
+  assert result["mean"]["kendall_tau"] == 1.0
+  with pytest.raises(errors.InputError, match="no scored graph has a measured runtime"):
+    scoring.evaluate(tasks.LayoutTask(), {"layout:xla:default:unmeasured": scored["layout:xla:default:unmeasured"]})
+
+
+@pytest.mark.parametrize("metric", [metrics.kendall_tau, metrics.ordered_pair_accuracy, metrics.tile_score,
+                                    lambda runtimes, scores: metrics.top_k_slowdown(runtimes, scores, 1)],
+                         ids=["kendall_tau", "opa", "tile_score", "top1_slowdown"])
+@pytest.mark.parametrize("scores", [np.full(6, np.nan), np.array([0, 1, np.nan, 3, 4, 5]), np.array([0, np.inf, 2, 3, 4, 5])],
+                         ids=["all_nan", "one_nan", "one_inf"])
+def test_metrics_of_scores_that_are_not_numbers_are_nan_never_perfect(metric, scores):
+  assert np.isnan(metric(np.arange(1.0, 7.0), scores))
+
+
+@pytest.mark.parametrize("spec, message", [("listmle:-1", "not a finite number >= 0"), ("mse:nan", "not a finite number"),
+                                           ("listmle:inf", "not a finite number"), ("listmle:0,mse:0", "every loss weight")])
+def test_loss_weights_that_would_train_to_nan_or_backwards_are_refused(spec, message):
+  with pytest.raises(ValueError, match=message):
+    losses.parse_loss_spec(spec)
+
+
+def _module(*instructions: dict, computations: Optional[list] = None, entry: Optional[int] = 1):
+  """An HloModuleProto of one computation (id 1) holding `instructions` (dicts of fields), the last
+  one its root; `computations` adds (id, name, [called ids]) computations of one parameter each."""
+  module = hlo_pb2.HloModuleProto(name="m")
+  main = module.computations.add(name="main", id=1)
+  for fields in instructions:
+    instruction = main.instructions.add(**{key: value for key, value in fields.items() if key != "dims"})
+    instruction.shape.element_type = 11  # F32
+    instruction.shape.dimensions.extend(fields.get("dims", [4]))
+  main.root_id = main.instructions[-1].id
+  for computation_id, name, calls in computations or []:
+    extra = module.computations.add(name=name, id=computation_id)
+    extra.instructions.add(name=f"p.{computation_id}", opcode="parameter", id=100 + computation_id,
+                           called_computation_ids=calls)
+    extra.root_id = 100 + computation_id
+  if entry is not None:
+    module.entry_computation_id = entry
+  return module
+
+
+PARAMETER = {"name": "p", "opcode": "parameter", "id": 10}
+
+
+@pytest.mark.parametrize("module, message", [
+    (_module(PARAMETER, {"name": "add.3", "opcode": "add", "id": 11, "operand_ids": [10, 11]}),
+     r"module 'm': instruction 'add.3' is its own operand \(a cycle\)"),
+    (_module(PARAMETER, {"name": "a", "opcode": "add", "id": 11, "operand_ids": [10, 12]},
+             {"name": "b", "opcode": "add", "id": 12, "operand_ids": [11]}),
+     r"module 'm': instruction '[ab]' depends on itself through its operands \(a cycle in computation 'main'\)"),
+    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10]}, entry=None),
+     r"module 'm': has no entry computation"),
+    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10], "dims": [4, -1]}),
+     r"module 'm': instruction 'neg' has a negative dimension in its shape \[4, -1\]"),
+    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [99]}),
+     r"module 'm': instruction 'neg' has operand id 99, which no instruction of computation 'main' has"),
+    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [102]},
+             computations=[(2, "other", [])]),
+     r"instruction 'neg' has operand id 102, which no instruction of computation 'main' has \(a dangling operand\)"),
+    (_module(PARAMETER, {"name": "call", "opcode": "call", "id": 11, "operand_ids": [10], "called_computation_ids": [2]},
+             computations=[(2, "f", [3]), (3, "g", [2])]),
+     r"module 'm': computation '[fg]' calls itself, directly or through others \(a cycle\)"),
+], ids=["self_cycle", "two_instruction_cycle", "no_entry_computation", "negative_dimension", "dangling_operand",
+        "operand_of_another_computation", "call_cycle"])
+def test_featurizer_refuses_malformed_modules_naming_module_instruction_and_problem(tmp_path, module, message):
+  path = tmp_path / "in.pb"
+  path.write_bytes(module.SerializeToString())
+  with pytest.raises(graphs.GraphFileError, match=message):
+    featurize.graphs_from_file(path)
+  with pytest.raises(graphs.GraphFileError, match=message):
+    featurize.kernel_modules(module)
+
+
+def _small_checkpoints(directory: pathlib.Path) -> None:
+  """ckpt-1 and ckpt-2 of one variable (1 and 2) in `directory`, as the trainer's manager keeps them."""
+  variable = tf.Variable(0.0)
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=variable), str(directory), max_to_keep=2)
+  for number in (1, 2):
+    variable.assign(float(number))
+    manager.save(checkpoint_number=number)
+
+
+def test_damaged_checkpoint_state_file_is_rewritten_rather_than_restarting_the_run(tmp_path):
+  _small_checkpoints(tmp_path)
+  (tmp_path / "checkpoint").write_text("garbage {")  # TensorFlow alone would ignore it: no checkpoint
+  assert trainer.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
+  assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
+
+
+def test_damaged_newest_checkpoint_gives_the_previous_one(tmp_path):
+  _small_checkpoints(tmp_path)
+  _truncate(tmp_path / "ckpt-2.index")
+  assert trainer.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-1")
+  assert tf.train.load_checkpoint(str(tmp_path / "ckpt-1")).get_tensor("v/.ATTRIBUTES/VARIABLE_VALUE") == 1.0
+
+
+def test_edited_shard_json_is_not_believed_and_the_shard_is_converted_again(tmp_path):
+  npz_root = tile_test_data.write_tile_tree(tmp_path, {"valid": 2}, num_configs=8)
+  convert.convert_directory(npz_root, tmp_path / "records", progress=False)
+  shard_json = tmp_path / "records/tile/xla/valid/shard-00000-of-00001.json"
+  written = shard_json.read_text()
+  shard = json.loads(written)
+  shard["graphs"][0]["configs"] += 100  # readers would believe this count
+  shard_json.write_text(json.dumps(shard))
+  summary = convert.convert_directory(npz_root, tmp_path / "records", progress=False)
+  assert summary.graphs_written == 2 and shard_json.read_text() == written
+
+
+class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
+  """Answers HEAD with a size and never answers GET: a server that hangs."""
+
+  def do_HEAD(self):  # pylint: disable=invalid-name
+    self.send_response(200)
+    self.send_header("Content-Length", "1000")
+    self.end_headers()
+
+  def do_GET(self):  # pylint: disable=invalid-name
+    time.sleep(30)
+
+  def log_message(self, *args):
+    pass
+
+
+def test_download_from_a_server_that_never_answers_ends_within_its_wait_budget(tmp_path):
+  server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HeadOnlyHandler)
+  server.daemon_threads = True
+  threading.Thread(target=server.serve_forever, daemon=True).start()
+  url = f"http://127.0.0.1:{server.server_address[1]}"
+  said = io.StringIO()
+  downloader = download.Downloader(tmp_path, base_url=url, backoff_seconds=0.5, wait_seconds=2.0, progress=said)
+  started = time.monotonic()
+  with pytest.raises(download.DownloadError, match=r"gave up after waiting \d+ s for the server \(--wait_seconds 2\)"):
+    downloader.install("tile:xla", "train")
+  assert time.monotonic() - started < 10
+  assert f"fetching {url}/{ARCHIVE}" in said.getvalue()
+
+
+def test_second_downloader_into_one_folder_waits_for_the_first_and_says_so(tmp_path):
+  release = tmp_path / "release"
+  release.mkdir()
+  npz_root = tile_test_data.write_tile_tree(tmp_path, {"train": 2}, num_configs=8)
+  workspace = Workspace(tmp_path, npz_root, tmp_path, tmp_path, release, "")
+  _release_archive(workspace, release / ARCHIVE)
+  server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(release)))
+  threading.Thread(target=server.serve_forever, daemon=True).start()
+  dest, said = tmp_path / "dest", io.StringIO()
+  dest.mkdir()
+  downloader = download.Downloader(dest, base_url=f"http://127.0.0.1:{server.server_address[1]}", progress=said)
+  with storage.exclusive_lock(dest / ".download.lock", lambda: None):  # another downloader is at work
+    second = concurrent.futures.ThreadPoolExecutor(1).submit(downloader.install, "tile:xla", "train")
+    deadline = time.monotonic() + 30
+    while "another download is writing here; waiting" not in said.getvalue() and time.monotonic() < deadline:
+      time.sleep(0.05)
+    assert "another download is writing here; waiting" in said.getvalue()
+    assert not second.done() and not list(dest.glob("*.part"))
+  assert second.result(timeout=60) and downloader.is_installed(ARCHIVE)
+  server.shutdown()
+
+
+@pytest.mark.parametrize("options, message", [(["--runner=NoSuchRunner"], "--runner: Unexpected pipeline runner"),
+                                              (["--direct_num_workers=many"], "invalid int value: 'many'")])
+def test_bad_beam_pipeline_options_are_refused_in_one_line(options, message):
+  with pytest.raises(beam_pipeline.PipelineOptionError, match=message):
+    beam_pipeline.checked_options(options)
 
 
 if __name__ == "__main__":

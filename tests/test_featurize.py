@@ -127,6 +127,7 @@ def test_kernel_modules_wrap_each_fusion_in_its_own_module():
   whole = hlo_pb2.HloModuleProto(name="program")
   whole.computations.extend(fused)
   whole.computations.add().CopyFrom(fusion_232.computations[-1])
+  whole.entry_computation_id = fusion_232.computations[-1].id  # every module XLA writes names its entry
   kernels = featurize.kernel_modules(whole)
   assert [k.name for k in kernels] == ["fusion.232"]
   ours, release = featurize.module_features(kernels[0]), featurize.module_features(fusion_232)

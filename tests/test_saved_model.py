@@ -190,7 +190,9 @@ def _tile_arrays(**replaced) -> dict:
     ({"node_feat": np.ones([3, 139], np.float32)}, "node_feat must have 140 features per row"),
     ({"config_feat": np.ones([4, 23], np.float32)}, "config_feat must have 24 features per row"),
     ({"node_opcode": np.array([1, 2], np.uint8)}, "node_opcode must have one entry per row of node_feat"),
-], ids=["nan_node_feat", "inf_config_feat", "no_nodes", "node_feat_width", "config_feat_width", "opcode_length"])
+    ({"config_feat": np.zeros([0, 24], np.float32)}, "config_feat has no rows: zero configs, nothing to score"),
+], ids=["nan_node_feat", "inf_config_feat", "no_nodes", "node_feat_width", "config_feat_width", "opcode_length",
+        "zero_configs"])
 def test_plain_signature_refuses_input_it_cannot_score_naming_it(tile_run, replaced, message):
   run_dir, _ = tile_run
   serve = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
@@ -237,6 +239,38 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp
         node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
         edge_index=tf.constant(graph.edge_index), node_config_ids=tf.constant(graph.node_config_ids[:5]),
         node_config_feat=tf.constant(graph.node_config_feat))
+
+
+@pytest.fixture(scope="module")
+def layout_export(tmp_path_factory):
+  """A small layout file and the plain signature of an untrained model for it."""
+  graph, scorer = _small_layout_scorer(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0], 8)
+  run_dir = tmp_path_factory.mktemp("layout_run")
+  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), run_dir)
+  return graph, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+
+
+def _layout_arrays(graph: graphs.LayoutGraph, **replaced) -> dict:
+  arrays = {name: getattr(graph, name) for name in saved_model.plain_input_names("layout")}
+  return {name: tf.constant(value) for name, value in {**arrays, **replaced}.items()}
+
+
+@pytest.mark.parametrize("replace, message", [
+    (lambda g: {"node_config_ids": np.concatenate([g.node_config_ids[:-1], g.node_config_ids[:1]])},
+     "node_config_ids lists a node more than once"),
+    (lambda g: {"node_config_ids": g.node_config_ids[:0], "node_config_feat": g.node_config_feat[:, :0]},
+     "node_config_ids is empty: no node is configurable"),
+    (lambda g: {"node_config_feat": np.where(np.arange(18) == 4, 50.0, g.node_config_feat).astype(np.float32)},
+     r"node_config_feat holds a value that is not a layout value"),
+    (lambda g: {"node_config_feat": np.where(np.arange(18) == 4, 2.5, g.node_config_feat).astype(np.float32)},
+     r"node_config_feat holds a value that is not a layout value"),
+    (lambda g: {"node_config_feat": g.node_config_feat[:0]}, "node_config_feat has no rows: zero configs"),
+], ids=["repeated_configurable_node", "no_configurable_node", "layout_value_50", "layout_value_2_5", "zero_configs"])
+def test_layout_plain_signature_refuses_what_the_reader_refuses(layout_export, replace, message):
+  graph, serve = layout_export
+  assert serve(**_layout_arrays(graph))["scores"].shape == (8,)
+  with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+    serve(**_layout_arrays(graph, **replace(graph)))
 
 
 def test_whole_chunks_and_a_single_config_score_like_part_of_a_longer_call(tmp_path):

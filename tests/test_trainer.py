@@ -156,7 +156,7 @@ def test_resuming_a_run_configured_otherwise_is_refused_naming_each_difference(t
                      match=r"config\.json: this run was configured otherwise \(batch_size 4 -> 8; model\.units 16 -> 32\)"):
     trainer.check_resumable(tmp_path, {**recorded, "batch_size": 8, "model": {"units": 32, "join": "late"}})
   (tmp_path / "config.json").write_text("{")
-  with pytest.raises(trainer.RunDirectoryError, match=r"config\.json: unreadable"):
+  with pytest.raises(trainer.RunDirectoryError, match=r"config\.json: damaged \(JSONDecodeError: .*\); delete .* to start over"):
     trainer.check_resumable(tmp_path, recorded)
 
 

@@ -22,7 +22,9 @@ The runner is whatever the PipelineOptions say: DirectRunner with `--direct_num_
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -30,9 +32,10 @@ from typing import Optional
 
 import apache_beam as beam
 from apache_beam.metrics import metric
+from apache_beam import runners
 from apache_beam.options import pipeline_options
 
-from tpu_graphs.data import convert, graphs, npz, records, storage
+from tpu_graphs.data import convert, errors, graphs, npz, records, storage
 from tpu_graphs.hlo import featurize
 
 METRICS_NAMESPACE = "tpu_graphs.conversion"
@@ -147,6 +150,33 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
        | "ConvertShard" >> beam.Map(_convert_planned_shard, output_dir, settings)
        | "ShardsByGroup" >> beam.GroupByKey()
        | "WriteManifest" >> beam.Map(_write_group_manifest, output_dir, settings))
+
+
+class PipelineOptionError(errors.InputError):
+  """A Beam pipeline option (after `--`) that Beam does not know or whose value it refuses."""
+
+
+def checked_options(arguments: list[str]) -> pipeline_options.PipelineOptions:
+  """PipelineOptions of command-line `arguments`, refused with PipelineOptionError before any work
+  when one is unknown (Beam would drop it with a warning), has a bad value (Beam's parser would
+  print its whole usage and exit) or names an unknown runner."""
+  options = pipeline_options.PipelineOptions(arguments)
+  usage = io.StringIO()
+  try:
+    with contextlib.redirect_stderr(usage):
+      known = options.get_all_options(retain_unknown_options=False)
+      given = options.get_all_options(retain_unknown_options=True)
+  except SystemExit:
+    problem = usage.getvalue().strip().splitlines()[-1].split("error: ", 1)[-1]
+    raise PipelineOptionError(f"Beam pipeline options {' '.join(arguments)!r}: {problem}") from None
+  unknown = sorted(set(given) - set(known))
+  if unknown:
+    raise PipelineOptionError(f"Beam pipeline options: unknown option(s) {', '.join('--' + u for u in unknown)}")
+  try:
+    runners.create_runner(known["runner"] or "DirectRunner")
+  except ValueError as error:
+    raise PipelineOptionError(f"Beam pipeline options: --runner: {str(error).split('. ')[0]}") from None
+  return options
 
 
 def run_conversion(npz_dir, output_dir, options: pipeline_options.PipelineOptions, **conversion) -> convert.ConversionSummary:

@@ -127,6 +127,21 @@ def check_flag(holder: flags.FlagHolder, check: Callable[[object], object]) -> N
   flags.register_validator(holder, valid)
 
 
+def refuse_overwriting_inputs(output_flag: str, output: Optional[str], inputs: Sequence[Optional[str]]) -> None:
+  """Raises InputError, before anything is written, if the output path given to --`output_flag` is
+  one of `inputs` (files or folders) or lies inside one of them: writing it would replace what
+  is being read. Local paths only; links are resolved."""
+  if not output or "://" in output:
+    return
+  target = os.path.realpath(os.path.expanduser(output))
+  for source in inputs:
+    if not source or "://" in source:
+      continue
+    real = os.path.realpath(os.path.expanduser(source))
+    if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
+      raise errors.InputError(f"{output}: --{output_flag} would overwrite the input {source}; choose another path")
+
+
 def define_record_size_flags() -> Callable[[], dict]:
   """Defines the conversion's size flags (--configs_per_chunk, --chunk_kb, --shard_mb), checked at
   parse time, for the converting programs (convert.py, convert_beam.py); returns a function giving

@@ -15,7 +15,7 @@ from tpu_graphs import programs
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
-from tpu_graphs.train import experiments, losses, strategies
+from tpu_graphs.train import experiments, losses, strategies, trainer
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
@@ -49,6 +49,7 @@ programs.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batc
                                                                   "patience")),
                           MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
 programs.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
+programs.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or trainer.check_learning_rate(value))
 
 
 def given(holders: dict) -> dict:
@@ -70,6 +71,10 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
                              exporters=[saved_model.export_to_run_directory])
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
+  unmeasured = result["valid"].get("unmeasured", [])
+  if unmeasured:
+    print(f"{len(unmeasured)} validation graph(s) have no measured runtime (all 0) and are left out of the metrics: "
+          f"{', '.join(unmeasured)}")
   print(f"run directory: {out_dir}")
   strategies.finish(strategy)
   return result

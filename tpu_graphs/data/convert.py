@@ -13,8 +13,8 @@ Graphs are packed into shards in sorted file order, so the same input always yie
 shards and bytes. Every file is written to a temporary name and renamed, and a shard counts as
 finished only once its json exists, names the same sources and settings, and its record files
 still have the sizes and sha256 it records: a rerun after a kill skips finished shards and redoes
-the half-written one, and a record file damaged since (truncated, overwritten) is written again
-rather than trusted. A second converter started on the same folder waits for the first to finish
+the half-written one, and a record file damaged since (truncated, overwritten), or a shard json
+edited since (its content_sha256), is written again rather than trusted. A second converter started on the same folder waits for the first to finish
 (and then reuses its shards) instead of deleting its temporaries.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -35,7 +34,8 @@ import tensorflow as tf
 
 from tpu_graphs.data import graphs, npz, records, storage
 
-FORMAT_VERSION = 2  # 2: shard jsons record the sizes of their record files
+# 2: shard jsons record the sizes of their record files; 3: and the sha256 of their own content.
+FORMAT_VERSION = 3
 RECORD_COMPRESSION = "GZIP"
 DEFAULT_SHARD_BYTES = 64 << 20
 
@@ -54,7 +54,12 @@ class SourceGroup:
 
 def find_source_groups(input_dir) -> list[SourceGroup]:
   """Groups every *.npz below input_dir (a local folder or a URL) by (collection, split), inferred
-  from the path."""
+  from the path.
+
+  Checks what can be checked without reading a file, so that a conversion is refused before it
+  writes anything: a folder without npz files, a path that is not a regular file, a file name that
+  cannot be a graph id (graphs.check_graph_id).
+  """
   if not storage.is_directory(input_dir):
     raise FileNotFoundError(f"{os.fspath(input_dir)}: input directory not found")
   grouped: dict[tuple[str, str], list[storage.PathLike]] = {}
@@ -62,12 +67,16 @@ def find_source_groups(input_dir) -> list[SourceGroup]:
     problem = storage.file_problem(path)
     if problem:
       raise graphs.GraphFileError(path, problem)
+    graphs.check_graph_id(path, storage.base_name(path)[:-len(".npz")])
     collection, split = npz.infer_collection_and_split(path)
     if collection is None or split is None:
       raise graphs.GraphFileError(
           path, "cannot tell collection and split from the path; expected "
           ".../{tile/xla | layout/<source>/<search>}/{train,valid,test}/<graph>.npz")
     grouped.setdefault((collection, split), []).append(path)
+  if not grouped:
+    raise graphs.GraphFileError(input_dir, "no .npz files below this folder; expected "
+                                ".../{tile/xla | layout/<source>/<search>}/{train,valid,test}/<graph>.npz")
   return [SourceGroup(c, s, tuple(f)) for (c, s), f in sorted(grouped.items())]
 
 
@@ -108,12 +117,8 @@ def exclusive_shard_dir(shard_dir):
     return
   shard_dir = pathlib.Path(shard_dir)
   shard_dir.mkdir(parents=True, exist_ok=True)
-  with open(shard_dir / ".convert.lock", "a") as lock:
-    try:
-      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      logging.warning("%s: another conversion is writing here; waiting for it to finish", shard_dir)
-      fcntl.flock(lock, fcntl.LOCK_EX)
+  with storage.exclusive_lock(shard_dir / ".convert.lock", lambda: logging.warning(
+      "%s: another conversion is writing here; waiting for it to finish", shard_dir)):
     yield
 
 
@@ -200,6 +205,7 @@ def _write_shard(collection: str, split: str, files, shard_dir, index: int, coun
       "structure_bytes": tf.io.gfile.stat(structure_path).length, "configs_bytes": tf.io.gfile.stat(configs_path).length,
       "graphs": entries,
   }
+  shard["content_sha256"] = _content_sha256(shard)
   _write_json(storage.join(shard_dir, _shard_name("shard", index, count, ".json")), shard)
   return shard
 
@@ -225,6 +231,13 @@ def _write_json(path, content) -> None:
   storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
+def _content_sha256(shard: dict) -> str:
+  """sha256 of a shard json's content but this digest itself: counts the readers believe (configs,
+  chunks) are checked, not only the record files."""
+  content = {key: value for key, value in shard.items() if key != "content_sha256"}
+  return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
 def _finished_shard(json_path, settings: dict, sources: list[dict]) -> tuple[Optional[dict], str]:
   """(the shard's json, "") if it was completed from the same sources and settings and its record
   files are intact; else (None, why not), why being "" when the shard was never finished."""
@@ -234,8 +247,11 @@ def _finished_shard(json_path, settings: dict, sources: list[dict]) -> tuple[Opt
     return None, ""
   except (OSError, ValueError, tf.errors.OpError) as error:
     return None, f"unreadable ({error})"
-  if shard.get("format_version") != FORMAT_VERSION or shard.get("settings") != settings:
+  if not isinstance(shard, dict) or shard.get("format_version") != FORMAT_VERSION or \
+      shard.get("settings") != settings:
     return None, "written by another format version or with other settings"
+  if shard.get("content_sha256") != _content_sha256(shard):
+    return None, "edited since it was written (its content_sha256 differs)"
   if [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] != [(s["name"], s["sha256"]) for s in sources]:
     return None, "its source files changed"
   for kind in ("structure", "configs"):

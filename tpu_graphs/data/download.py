@@ -39,6 +39,8 @@ from tpu_graphs.data import storage
 
 RELEASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
 _CHUNK_BYTES = 1 << 20
+# How long, in all, a download waits for a silent server before giving up (Downloader.wait_seconds).
+DEFAULT_WAIT_SECONDS = 180.0
 _VALIDATION_CHUNK_BYTES = 1 << 26
 _Result = TypeVar("_Result")
 
@@ -159,8 +161,8 @@ class Downloader:
   """Installs release archives into `dest`: fetch (resume, retry, verify), extract, validate, mark.
 
   Files under `dest`: `npz/...` (the extracted tree), `<archive>.part` while downloading,
-  `<archive>` once verified (deleted after a successful install) and `<archive>.done`, a JSON
-  record of the archive and of every file it installed with its size.
+  `<archive>` once verified (deleted after a successful install), `<archive>.done`, a JSON
+  record of the archive and of every file it installed with its size, and `.download.lock`.
 
   Args:
     dest: the data root, e.g. ~/data/tpugraphs.
@@ -169,15 +171,24 @@ class Downloader:
       fetched some bytes before failing resets the count.
     backoff_seconds: the wait after the first failure; it doubles after each further one.
     timeout_seconds: how long a silent connection is waited for.
+    wait_seconds: the most time, in all, spent waiting for a server that sends nothing (silent
+      connections and the pauses between retries together) before giving up; bytes received
+      start the count again.
     progress: where the progress bar and messages go; None for silence.
+
+  Two downloaders into one `dest` take turns per archive (a lock file, `.download.lock`): the
+  second waits, saying so, and then finds the archive installed.
   """
 
   def __init__(self, dest: Union[str, os.PathLike], base_url: str = RELEASE_URL, attempts: int = 5,
                backoff_seconds: float = 2.0, timeout_seconds: float = 60.0,
-               progress: Optional[TextIO] = None):
+               wait_seconds: float = DEFAULT_WAIT_SECONDS, progress: Optional[TextIO] = None):
+    if not wait_seconds > 0:
+      raise ValueError(f"wait_seconds {wait_seconds} is not positive")
     self.dest = pathlib.Path(dest).expanduser()
     self.base_url = base_url.rstrip("/")
     self.attempts, self.backoff_seconds, self.timeout_seconds = attempts, backoff_seconds, timeout_seconds
+    self.wait_seconds = wait_seconds
     self.progress = progress
 
   def marker_path(self, name: str) -> pathlib.Path:
@@ -195,8 +206,8 @@ class Downloader:
     """Asks the server (HEAD) for the archive's size and published checksum."""
     url = f"{self.base_url}/{name}"
 
-    def head() -> RemoteArchive:
-      with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=self.timeout_seconds) as response:
+    def head(timeout: float) -> RemoteArchive:
+      with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
         length = response.headers.get("Content-Length")
         if length is None:
           raise DownloadError(f"{url}: the server does not report a size, so a download could not be verified")
@@ -216,7 +227,8 @@ class Downloader:
       return target  # only verified downloads are ever renamed to this name
     self.dest.mkdir(parents=True, exist_ok=True)
     part = self.dest / f"{remote.name}.part"
-    self._with_retries(remote.url, lambda: self._stream(remote, part), part)
+    self._say(f"{remote.name}: fetching {remote.url} (giving up after {self.wait_seconds:g} s without data)\n")
+    self._with_retries(remote.url, lambda timeout: self._stream(remote, part, timeout), part)
     self._verify(remote, part)
     os.replace(part, target)
     return target
@@ -229,6 +241,12 @@ class Downloader:
   def install(self, collection: str, split: str) -> bool:
     """Fetches, extracts and validates one collection's split; False if it was already installed."""
     name = archive_name(collection, split)
+    self.dest.mkdir(parents=True, exist_ok=True)
+    with storage.exclusive_lock(self.dest / ".download.lock", lambda: self._say(
+        f"{self.dest}: another download is writing here; waiting for it to finish\n")):
+      return self._install(collection, split, name)
+
+  def _install(self, collection: str, split: str, name: str) -> bool:
     if self.is_installed(name):
       self._say(f"{name}: already installed\n")
       return False
@@ -255,7 +273,7 @@ class Downloader:
     self._say(f"{name}: installed {len(files)} files\n")
     return True
 
-  def _stream(self, remote: RemoteArchive, part: pathlib.Path) -> None:
+  def _stream(self, remote: RemoteArchive, part: pathlib.Path, timeout: float) -> None:
     """Appends the rest of the archive to `part`; ConnectionError if the body ends early."""
     offset = _file_size(part)
     if offset > remote.size:
@@ -268,7 +286,7 @@ class Downloader:
       raise DownloadError(f"{self.dest}: {statistics.format_bytes(free)} free, {remote.name} needs "
                           f"{statistics.format_bytes(remote.size - offset)} more")
     request = urllib.request.Request(remote.url, headers={"Range": f"bytes={offset}-"} if offset else {})
-    with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
       if offset and response.status != 206:
         offset = 0  # the server ignored the range and sends the whole file
       elif offset and not response.headers.get("Content-Range", "").startswith(f"bytes {offset}-"):
@@ -304,24 +322,36 @@ class Downloader:
       part.unlink()
       raise DownloadError(f"{part}: {problem}; deleted it, a rerun fetches it again")
 
-  def _with_retries(self, url: str, action: Callable[[], _Result],
+  def _with_retries(self, url: str, action: Callable[[float], _Result],
                     part: Optional[pathlib.Path] = None) -> _Result:
-    """Runs `action`, retrying dropped connections and server errors with doubling waits."""
+    """Runs `action(socket timeout)`, retrying dropped connections and server errors with doubling
+    waits, until wait_seconds have passed in all without a byte received."""
     failures = 0
+    waiting_since = time.monotonic()
     while True:
       before = _file_size(part)
+      left = self.wait_seconds - (time.monotonic() - waiting_since)
+      if failures:
+        self._say(f"{url}: waiting for the server (at most {left:.0f} s more)\n")
       try:
-        return action()
+        return action(max(0.1, min(self.timeout_seconds, left)))
       except urllib.error.HTTPError as error:
         if error.code < 500:
           raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from None
         problem = error
       except (OSError, http.client.HTTPException) as error:
         problem = error
-      failures = 1 if _file_size(part) > before else failures + 1
+      if _file_size(part) > before:
+        failures, waiting_since = 1, time.monotonic()
+      else:
+        failures += 1
       if failures >= self.attempts:
         raise DownloadError(f"{url}: gave up after {failures} failed attempts in a row; last: {problem}")
       delay = self.backoff_seconds * 2 ** (failures - 1)
+      waited = time.monotonic() - waiting_since
+      if waited + delay >= self.wait_seconds:
+        raise DownloadError(f"{url}: gave up after waiting {waited:.0f} s for the server (--wait_seconds "
+                            f"{self.wait_seconds:g}); last: {problem}")
       self._say(f"{url}: {problem}; retrying in {delay:.0f} s\n")
       time.sleep(delay)
 

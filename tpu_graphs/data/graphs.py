@@ -17,8 +17,10 @@ in particular) ever sees malformed arrays.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Optional, Sequence, Union
 
+from absl import logging
 import numpy as np
 
 from tpu_graphs.data import errors, storage
@@ -27,6 +29,12 @@ NODE_FEATURE_WIDTH = 140
 TILE_CONFIG_FEATURE_WIDTH = 24
 LAYOUT_CONFIG_FEATURE_WIDTH = 18
 SPLITS = ("train", "valid", "test")
+# node_config_feat holds minor-to-major dimension indices of up to 6 dimensions, -1 where unset.
+LAYOUT_VALUE_RANGE = (-1, 5)
+# A graph id becomes the submission ID `<collection>:<graph id>` and a CSV field: no ':', no
+# separator, no space or control character.
+GRAPH_ID_PATTERN = re.compile(r"[^\s:,;\"']+")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 # The five collections of the release, in the order submissions and tables list them.
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 
@@ -150,6 +158,34 @@ def collection_directory(root, collection: str):
   return storage.as_path(storage.join(root, *collection.split(":")))
 
 
+def check_values(path, name: str, values: np.ndarray) -> None:
+  """Raises GraphFileError where the values of array `name` (whole, or a leading-axis chunk of it)
+  cannot be held as the format says: NaN or infinite floats, floats beyond float32's range (a
+  float64 file would otherwise become inf in silence), layout values that are not dimension
+  indices in LAYOUT_VALUE_RANGE. The one check of values, for loaded and streamed arrays alike."""
+  if values.dtype.kind != "f" or not values.size:
+    return
+  if not np.all(np.isfinite(values)):
+    raise GraphFileError(path, f"'{name}' holds NaN or infinite values")
+  largest = float(np.max(np.abs(values)))
+  if largest > _FLOAT32_MAX:
+    raise GraphFileError(path, f"'{name}' holds {largest:g}, beyond float32's range (the model's dtype)")
+  if name == "node_config_feat":
+    low, high = LAYOUT_VALUE_RANGE
+    bad = (values < low) | (values > high) | (values != np.round(values))
+    if bad.any():
+      index = tuple(int(i) for i in np.argwhere(bad)[0])
+      raise GraphFileError(path, f"'{name}'{list(index)} = {values[index]:g} is not a layout value (an integer "
+                           f"dimension index in [{low}, {high}], -1 unset)")
+
+
+def check_graph_id(path, graph_id: str) -> None:
+  """Raises GraphFileError if `graph_id` (the file's name) cannot make a submission ID."""
+  if not GRAPH_ID_PATTERN.fullmatch(graph_id):
+    raise GraphFileError(path, f"graph id {graph_id!r} (the file name) cannot be part of a submission ID "
+                         "'<collection>:<graph id>': rename the file without ':', ',', ';', quotes or spaces")
+
+
 def _cast(path, name: str, array: np.ndarray, dtype, rank: int) -> np.ndarray:
   """Checks rank and kind, then converts to the canonical dtype without losing values.
 
@@ -174,8 +210,7 @@ def _cast(path, name: str, array: np.ndarray, dtype, rank: int) -> np.ndarray:
   else:
     if not np.issubdtype(array.dtype, np.floating):
       raise GraphFileError(path, f"'{name}' has dtype {array.dtype}, expected a float type")
-    if not np.all(np.isfinite(array)):
-      raise GraphFileError(path, f"'{name}' holds NaN or infinite values")
+    check_values(path, name, array)
   return np.ascontiguousarray(array, dtype=dtype)
 
 
@@ -208,6 +243,19 @@ def _check_runtimes(path, name: str, runtimes: np.ndarray, split: Optional[str])
         f"in labelled split {split or '(unknown)'}")
 
 
+def _check_measured(path, runtimes: np.ndarray, split: Optional[str]) -> None:
+  """A labelled graph whose runtimes are all 0 was never measured: refused for training (every
+  list would be masked); in other labelled splits said here and left out of the metrics
+  (train/scoring.py counts it)."""
+  if split in (None, "test") or (runtimes > 0).any():
+    return
+  if split == "train":
+    raise GraphFileError(path, "'config_runtime' is all 0 (nothing measured) in the training split; "
+                         "remove the file or move it to test/")
+  logging.warning("%s: 'config_runtime' is all 0 (nothing measured) in split %s; the graph is left out of "
+                  "the metrics", path, split)
+
+
 def _checked_arrays(path, arrays, specification) -> dict[str, np.ndarray]:
   missing = [name for name in specification if name not in arrays]
   if missing:
@@ -232,6 +280,7 @@ def validate_tile(path, graph_id: str, collection: str, split: Optional[str],
     _check_runtimes(path, name, arrays[name], split)
   if split != "test" and (arrays["config_runtime_normalizers"] == 0).any():
     raise GraphFileError(path, "'config_runtime_normalizers' holds zeros in a labelled split")
+  _check_measured(path, arrays["config_runtime"], split)
   return TileGraph(graph_id=graph_id, collection=collection, split=split, **arrays)
 
 
@@ -242,6 +291,9 @@ def validate_layout(path, graph_id: str, collection: str, split: Optional[str],
   num_nodes = _check_common(path, arrays)
   ids, config_feat = arrays["node_config_ids"], arrays["node_config_feat"]
   _check_width(path, "node_config_feat", config_feat, LAYOUT_CONFIG_FEATURE_WIDTH)
+  if ids.shape[0] == 0:
+    raise GraphFileError(path, "'node_config_ids' is empty: no node is configurable, so the configs cannot differ "
+                         "and there is nothing to rank")
   num_configs = config_feat.shape[0]
   if num_configs == 0:
     raise GraphFileError(path, "the file has zero configs")
@@ -265,10 +317,12 @@ def validate_layout(path, graph_id: str, collection: str, split: Optional[str],
   if splits.size and (splits.min() < 0 or splits.max() > num_nodes or (np.diff(splits[0]) < 0).any()):
     raise GraphFileError(path, f"'node_splits' is not an ascending list of offsets within {num_nodes} nodes")
   _check_runtimes(path, "config_runtime", arrays["config_runtime"], split)
+  _check_measured(path, arrays["config_runtime"], split)
   return LayoutGraph(graph_id=graph_id, collection=collection, split=split, **arrays)
 
 
 def validate_graph(path, graph_id: str, collection: str, split: Optional[str], arrays) -> Graph:
   """Dispatches on the collection: the single entry point for arrays from any source."""
   validate = {"tile": validate_tile, "layout": validate_layout}[collection_kind(collection)]
+  check_graph_id(path, graph_id)
   return validate(path, graph_id, collection, split, arrays)

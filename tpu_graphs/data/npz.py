@@ -53,7 +53,7 @@ class StreamedArray:
     """Yields consecutive (<=rows, *shape[1:]) arrays covering the leading axis in order.
 
     Raises GraphFileError when the member turns out corrupt (bad CRC, broken compression,
-    truncated) or holds NaN or infinite values.
+    truncated) or holds values the format does not allow (graphs.check_values).
     """
     row_items = int(np.prod(self.shape[1:], dtype=np.int64))
     name = self.member[:-4]
@@ -68,8 +68,7 @@ class StreamedArray:
           if len(data) != nbytes:
             raise graphs.GraphFileError(self.path, f"'{name}' is truncated at row {start}")
           chunk = np.frombuffer(data, dtype=self.dtype).reshape((count,) + self.shape[1:])
-          if chunk.dtype.kind == "f" and not np.all(np.isfinite(chunk)):
-            raise graphs.GraphFileError(self.path, f"'{name}' holds NaN or infinite values")
+          graphs.check_values(self.path, name, chunk)
           yield chunk
         stream.read(1)  # reaching the member's end is what makes zipfile check its CRC
     except graphs.GraphFileError:

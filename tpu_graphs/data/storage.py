@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import fnmatch
 import glob as local_glob
 import hashlib
@@ -33,7 +34,7 @@ import pathlib
 import posixpath
 import tempfile
 import uuid
-from typing import Callable, Union
+from typing import Callable, Iterator, Union
 
 import tensorflow as tf
 
@@ -293,3 +294,17 @@ def atomic_directory(path: PathLike, write: Callable[[str], None]) -> None:
     tf.io.gfile.rmtree(previous)
   if tf.io.gfile.exists(temporary):
     tf.io.gfile.rmtree(temporary)
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: pathlib.Path, on_wait: Callable[[], None]) -> Iterator[None]:
+  """Holds the kernel's lock (flock) on the local `lock_file` (created) for the block; while another
+  process holds it, calls `on_wait` (to say what is waited for) and waits. A killed holder never
+  leaves the lock held."""
+  with open(lock_file, "a") as lock:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      on_wait()
+      fcntl.flock(lock, fcntl.LOCK_EX)
+    yield

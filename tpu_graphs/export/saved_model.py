@@ -18,8 +18,9 @@ Both return {"scores": (c,) float32}, one per config in input order (for example
 examples' configs one after the other); lower means predicted faster. Input a model cannot score
 is refused inside the graph, where a caller without tpu_graphs (a compiler, saved_model_cli) also
 meets the check: InvalidArgumentError whose message names the input and the problem, for NaN or
-infinite features, a graph without nodes, a wrong feature width, arrays whose lengths disagree
-(node_opcode and node_feat, node_config_ids and node_config_feat) and ids out of range.
+infinite features, a graph without nodes or without configs, a wrong feature width, arrays whose
+lengths disagree (node_opcode and node_feat, node_config_ids and node_config_feat), ids out of
+range, no or repeated configurable nodes, and layout values that are no dimension index.
 
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
@@ -84,9 +85,11 @@ def _finite(name: str, array: tf.Tensor) -> tf.Tensor:
 def checked_arrays(kind: str, arrays: dict) -> dict:
   """The plain signature's arrays {name: tensor}, each depending on every check of the inputs.
 
-  Features must be finite and of the dataset's widths, the graph must have a node, node_opcode
-  one entry per node, edge_index and node_config_ids ids of existing nodes, and node_config_feat
-  one column per entry of node_config_ids.
+  Features must be finite and of the dataset's widths, the graph must have a node and a config,
+  node_opcode one entry per node, edge_index and node_config_ids ids of existing nodes,
+  node_config_ids each node once, and node_config_feat one column per entry of node_config_ids
+  and layout values only (integer dimension indices in graphs.LAYOUT_VALUE_RANGE): the checks
+  the npz reader (graphs.py) makes, so a file the reader refuses is refused here too.
   """
   checked = {name: _finite(name, value) if value.dtype.is_floating else value for name, value in arrays.items()}
   nodes = tf.shape(checked["node_feat"])[0]
@@ -97,10 +100,24 @@ def checked_arrays(kind: str, arrays: dict) -> dict:
                                 message="node_opcode must have one entry per row of node_feat"),
       _width_check("edge_index", checked["edge_index"], 2),
       *_id_checks("edge_index", checked["edge_index"], nodes)]
+  config_name = "config_feat" if kind == "tile" else "node_config_feat"
+  checks.append(tf.debugging.assert_positive(
+      tf.shape(checked[config_name])[0], message=f"{config_name} has no rows: zero configs, nothing to score"))
   if kind == "tile":
     checks.append(_width_check("config_feat", checked["config_feat"], graphs.TILE_CONFIG_FEATURE_WIDTH))
   else:
+    ids, values = checked["node_config_ids"], checked["node_config_feat"]
+    low, high = graphs.LAYOUT_VALUE_RANGE
     checks += [
+        tf.debugging.assert_positive(tf.size(ids), message="node_config_ids is empty: no node is configurable, "
+                                     "so the configs cannot differ and there is nothing to rank"),
+        # Sorted ids strictly ascend iff none repeats (sort, unlike unique, also compiles under XLA).
+        tf.debugging.assert_equal(tf.reduce_all(tf.sort(ids)[1:] > tf.sort(ids)[:-1]), True,
+                                  message="node_config_ids lists a node more than once"),
+        tf.debugging.assert_equal(
+            tf.reduce_all((values >= low) & (values <= high) & (values == tf.round(values))), True,
+            message=f"node_config_feat holds a value that is not a layout value (an integer dimension index in "
+                    f"[{low}, {high}], -1 unset)"),
         _width_check("node_config_feat", checked["node_config_feat"], graphs.LAYOUT_CONFIG_FEATURE_WIDTH),
         tf.debugging.assert_equal(tf.shape(checked["node_config_feat"])[1], tf.shape(checked["node_config_ids"])[0],
                                   message="node_config_feat has not one column per entry of node_config_ids"),

@@ -190,6 +190,8 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
   if "train" not in present or "valid" not in present:
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
   split_dirs = [storage.join(source, split) for split in present]
+  for split_dir in split_dirs:  # every split's files are there and named well before any is converted
+    convert.find_source_groups(split_dir)
   experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
   # records_root may be a URL (gs://...)
   return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
@@ -262,11 +264,12 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   # Every check that can refuse the run, before conversion writes anything (the records' default
   # place is inside out_dir): a refused run leaves out_dir as it was, ready for a corrected retry.
   strategy = strategy or strategies.choose_strategy()  # also before any TensorFlow op, as it must be
-  trainer.check_run(experiment.task(), config, strategy)
+  task = experiment.task()
+  trainer.check_run(task, config, strategy)
   if storage.is_directory(train_npz_dir):
     check_batch_fits(experiment, train_npz_dir)
   prepare_records(experiment, data_root, records_root, out_dir)
   test_dir = storage.join(collection_records, "test")
   config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
   build = experiment.model.model_builder(train_npz_dir)
-  return trainer.run(experiment.task(), build, config, strategy, callbacks, exporters=exporters)
+  return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)

@@ -10,6 +10,8 @@ takes the same steps as an uninterrupted one (see PositionTieListMLELoss).
 
 from __future__ import annotations
 
+import math
+
 import tensorflow as tf
 import tensorflow_ranking as tfr
 
@@ -44,7 +46,11 @@ RANKING_LOSSES = {
 
 
 def parse_loss_spec(spec: str) -> dict[str, float]:
-  """{"listmle": 1.0, "mse": 0.02} from "listmle:1,mse:0.02"; a bare name has weight 1."""
+  """{"listmle": 1.0, "mse": 0.02} from "listmle:1,mse:0.02"; a bare name has weight 1.
+
+  Raises ValueError for an unknown name, or a weight that is not a finite number >= 0 (a negative
+  weight would train the model to rank backwards; NaN or infinity, to NaN), or all weights 0.
+  """
   weights = {}
   for part in spec.split(","):
     name, _, weight = part.strip().partition(":")
@@ -54,6 +60,10 @@ def parse_loss_spec(spec: str) -> dict[str, float]:
       weights[name] = float(weight) if weight else 1.0
     except ValueError:
       raise ValueError(f"loss weight {weight!r} of {name!r} in {spec!r} is not a number") from None
+    if not math.isfinite(weights[name]) or weights[name] < 0:
+      raise ValueError(f"loss weight {weight!r} of {name!r} in {spec!r} is not a finite number >= 0")
+  if not any(weights.values()):
+    raise ValueError(f"every loss weight in {spec!r} is 0: nothing would be trained")
   return weights
 
 

@@ -1,7 +1,8 @@
 """Ranking quality of predicted config scores against measured runtimes, per graph, in numpy.
 
 Convention shared by every task: a *score* ranks configs, lower = predicted faster. All functions
-take one graph's arrays: `runtimes` (c,) measured (normalized) runtimes and `scores` (c,).
+take one graph's arrays: `runtimes` (c,) measured (normalized) runtimes and `scores` (c,). Scores
+holding NaN or infinity (a diverged model) give NaN for every metric.
 
 * `top_k_slowdown`: how much slower the best of the k configs ranked first is than the best
   config overall, `min(runtimes[top k by score]) / min(runtimes) - 1` (the paper's top-K error).
@@ -25,6 +26,12 @@ def _check(runtimes, scores) -> tuple[np.ndarray, np.ndarray]:
   return runtimes, scores
 
 
+def _unordered(scores: np.ndarray) -> bool:
+  """Whether scores hold NaN or infinity: they order nothing, and every metric of them is NaN
+  (sorting would put NaN last and call a model that diverged a perfect ranker)."""
+  return not np.all(np.isfinite(scores))
+
+
 def top_k_indices(scores, k: int) -> np.ndarray:
   """Indices of the k lowest scores (predicted fastest), best first; ties keep index order."""
   return np.argsort(np.asarray(scores), kind="stable")[:k]
@@ -33,6 +40,8 @@ def top_k_indices(scores, k: int) -> np.ndarray:
 def top_k_slowdown(runtimes, scores, k: int) -> float:
   """min(runtime of the k best-scored configs) / min(runtime) - 1; 0 when the best is among them."""
   runtimes, scores = _check(runtimes, scores)
+  if _unordered(scores):
+    return float("nan")
   best = runtimes.min()
   if best <= 0:
     raise ValueError("top-k slowdown needs positive runtimes (test-split graphs have none)")
@@ -96,6 +105,8 @@ def ordered_pair_accuracy(runtimes, scores) -> float:
   Pairs tied in score count as wrong; 1.0 when no pair has different runtimes.
   """
   runtimes, scores = _check(runtimes, scores)
+  if _unordered(scores):
+    return float("nan")
   all_pairs, runtime_ties, _, concordant, _ = _pair_counts(runtimes, scores)
   comparable = all_pairs - runtime_ties
   return 1.0 if comparable == 0 else concordant / comparable
@@ -104,6 +115,8 @@ def ordered_pair_accuracy(runtimes, scores) -> float:
 def kendall_tau(runtimes, scores) -> float:
   """Kendall's tau-b of scores against runtimes, in [-1, 1]; 0 when either is constant."""
   runtimes, scores = _check(runtimes, scores)
+  if _unordered(scores):
+    return float("nan")
   all_pairs, runtime_ties, score_ties, concordant, discordant = _pair_counts(runtimes, scores)
   denominator = np.sqrt(float(all_pairs - runtime_ties) * float(all_pairs - score_ties))
   return 0.0 if denominator == 0 else float((concordant - discordant) / denominator)

@@ -102,8 +102,10 @@ def plot_rank_scatter(results: Sequence[CollectionResult], path: pathlib.Path) -
 
 
 def top_k_error_curve(scored: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> list[float]:
-  """Mean top-K slowdown error over graphs for K in TOP_K_RANGE."""
-  return [float(np.mean([metrics.top_k_slowdown(r, s, k) for r, s in scored.values()])) for k in TOP_K_RANGE]
+  """Mean top-K slowdown error over the measured graphs (scoring.evaluate leaves the others out) for
+  K in TOP_K_RANGE."""
+  return [float(np.mean([metrics.top_k_slowdown(r, s, k) for r, s in scored.values() if (r > 0).any()]))
+          for k in TOP_K_RANGE]
 
 
 def plot_top_k_error(result: CollectionResult, path: pathlib.Path) -> str:
@@ -128,6 +130,8 @@ def kendall_per_graph_figure(results: Sequence[CollectionResult]):
   labels, values = [], []
   for result in results:
     for key, (runtimes, scores) in sorted(result.scored.items()):
+      if not (runtimes > 0).any():  # unmeasured: no tau
+        continue
       labels.append(graph_label(key))
       values.append(metrics.kendall_tau(runtimes, scores))
   figure, axis = plt.subplots(figsize=(max(7.0, 0.15 * len(values)), 3))

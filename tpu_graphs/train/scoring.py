@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import predictions, readers
+from tpu_graphs.data import errors, predictions, readers
 from tpu_graphs.train import inputs, tasks, xla
 
 # scorer -> {task: its traced scoring function}.
@@ -57,11 +57,21 @@ def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_s
 
 
 def evaluate(task: tasks.Task, scored: dict) -> dict:
-  """{"mean": {metric: mean over graphs}, "per_graph": {key: {metric: value}}} of scored graphs."""
-  per_graph = {key: task.graph_metrics(runtimes, scores) for key, (runtimes, scores) in scored.items()}
+  """{"mean": {metric: mean over graphs}, "per_graph": {key: {metric: value}}, "graphs": count,
+  "unmeasured": [keys]} of scored graphs.
+
+  A graph whose runtimes are all 0 was never measured (the reader warned of it): it has no metric,
+  and is listed under "unmeasured" instead of counting as a perfect or a failed ranking.
+  """
+  unmeasured = [key for key, (runtimes, _) in scored.items() if not (runtimes > 0).any()]
+  if scored and len(unmeasured) == len(scored):
+    raise errors.InputError(f"{', '.join(unmeasured[:3])}{', ...' if len(unmeasured) > 3 else ''}: no scored graph "
+                            "has a measured runtime (all are 0); there is nothing to compute metrics on")
+  per_graph = {key: task.graph_metrics(runtimes, scores) for key, (runtimes, scores) in scored.items()
+               if key not in unmeasured}
   names = next(iter(per_graph.values())).keys() if per_graph else ()
   mean = {name: float(np.mean([m[name] for m in per_graph.values()])) for name in names}
-  return {"mean": mean, "per_graph": per_graph, "graphs": len(per_graph)}
+  return {"mean": mean, "per_graph": per_graph, "graphs": len(per_graph), "unmeasured": unmeasured}
 
 
 def ranked_predictions(task: tasks.Task, scored: dict) -> list[predictions.Prediction]:

@@ -11,7 +11,10 @@
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
   state, so a killed run resumes where it stopped and ends exactly as an uninterrupted one (the
   losses and models draw nothing at random outside the checkpoint or the seeded inputs); a rerun
-  configured otherwise than the run's config.json is refused before anything is written;
+  configured otherwise than the run's config.json is refused before anything is written; a damaged
+  run directory resumes from the newest checkpoint whose tensors verify, or is refused naming the
+  damaged file (config.json, history.json, checkpoints, best/); a training loss that becomes NaN
+  or infinite stops the run before anything of its epoch is saved;
 * at the end: the best weights are evaluated on validation (per-graph breakdown in
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
@@ -25,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
+import re
 import warnings
 from typing import Callable, Optional, Sequence
 
@@ -33,7 +38,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import errors, predictions, storage
-from tpu_graphs.train import inputs, padding, scoring, strategies, tasks, xla
+from tpu_graphs.train import inputs, losses, padding, scoring, strategies, tasks, xla
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +72,22 @@ class TrainingConfig:
 
 
 class RunDirectoryError(errors.InputError):
-  """A run directory that cannot be resumed or read: its config.json is of another run, or unreadable."""
+  """A run directory that cannot be resumed or read: its config.json is of another run, or one of
+  its files (config.json, history.json, a checkpoint, best/) is damaged."""
+
+
+class TrainingDivergedError(errors.InputError):
+  """The training loss became NaN or infinite: the run stops and keeps its last good checkpoint."""
+
+
+def check_learning_rate(value: float) -> None:
+  """Raises ValueError for a learning rate that would train to NaN, backwards or not at all."""
+  if not math.isfinite(value) or value <= 0:
+    raise ValueError(f"learning rate {value} is not a positive finite number")
+
+
+def _start_over(run_dir) -> str:
+  return f"delete {run_dir} (or pass another --out_dir) to start over"
 
 
 # config.json entries a rerun may change and still resume the run: how long it trains, how it
@@ -77,15 +97,93 @@ RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "va
                                "experiment.data_root"})
 
 
-def read_run_config(run_dir) -> Optional[dict]:
-  """The content of <run_dir>/config.json; None if there is none yet."""
-  path = storage.join(run_dir, "config.json")
+def _read_run_json(run_dir, name: str, kind: type):
+  """The content of <run_dir>/<name>, of type `kind`; None if there is none yet; RunDirectoryError
+  if it is damaged (truncated, not JSON, not a `kind`)."""
+  path = storage.join(run_dir, name)
   try:
-    return json.loads(storage.read_text(path))
+    content = json.loads(storage.read_text(path))
   except FileNotFoundError:
     return None
-  except (OSError, ValueError) as error:
-    raise RunDirectoryError(f"{path}: unreadable ({error})") from None
+  except (OSError, ValueError, tf.errors.OpError) as error:
+    raise RunDirectoryError(f"{path}: damaged ({type(error).__name__}: {error}); {_start_over(run_dir)}") from None
+  if not isinstance(content, kind):
+    raise RunDirectoryError(f"{path}: damaged (holds a JSON {type(content).__name__}, not a {kind.__name__} as this "
+                            f"program writes); {_start_over(run_dir)}")
+  return content
+
+
+def read_run_config(run_dir) -> Optional[dict]:
+  """The content of <run_dir>/config.json; None if there is none yet."""
+  return _read_run_json(run_dir, "config.json", dict)
+
+
+def read_history(run_dir, first_epoch: int) -> list:
+  """The entries of <run_dir>/history.json of the epochs before `first_epoch` (those the resumed
+  checkpoint has done); every one of them must be there."""
+  history = _read_run_json(run_dir, "history.json", list) or []
+  path = storage.join(run_dir, "history.json")
+  kept = [entry for entry in history if isinstance(entry, dict) and isinstance(entry.get("epoch"), int)
+          and entry["epoch"] < first_epoch]
+  if [entry["epoch"] for entry in kept] != list(range(first_epoch)):
+    raise RunDirectoryError(f"{path}: damaged (epochs {[entry['epoch'] for entry in kept]} are recorded, the "
+                            f"checkpoint has done {first_epoch}); {_start_over(run_dir)}")
+  return kept
+
+
+def _tensors_readable(prefix: str) -> Optional[str]:
+  """Why the checkpoint at `prefix` cannot be restored (its index or data unreadable, a checksum
+  that does not match), or None. Reading every tensor checks every checksum."""
+  try:
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # load_checkpoint takes ram:// prefixes for folders
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (tf.errors.OpError, ValueError) as error:
+    return str(getattr(error, "message", error)).splitlines()[0]
+  return None
+
+
+def newest_intact_checkpoint(directory) -> Optional[str]:
+  """The prefix of the newest checkpoint in `directory` (ckpt-<n>) whose tensors all read back,
+  else None if there is none at all; a damaged newer one is warned of and passed over (the
+  manager keeps the previous one until the next is complete). Raises RunDirectoryError if there
+  are checkpoints but none is intact.
+
+  The checkpoint state file is rewritten to name what was found: TensorFlow ignores a damaged
+  one, which would silently restart the run from its first epoch.
+  """
+  numbers = sorted((int(match.group(1)) for name in tf.io.gfile.glob(storage.join(directory, "ckpt-*.index"))
+                    if (match := re.fullmatch(r"ckpt-(\d+)\.index", storage.base_name(name)))), reverse=True)
+  damaged = []
+  for number in numbers:
+    prefix = storage.join(directory, f"ckpt-{number}")
+    problem = _tensors_readable(prefix)
+    if problem is None:
+      if damaged:
+        logging.warning("%s; resuming from %s", "; ".join(damaged), prefix)
+      older = [storage.join(directory, f"ckpt-{n}") for n in sorted(numbers) if n <= number]
+      tf.compat.v1.train.update_checkpoint_state(directory, prefix, all_model_checkpoint_paths=older)
+      return prefix
+    damaged.append(f"{prefix}: damaged ({problem})")
+  if damaged:
+    raise RunDirectoryError(f"{'; '.join(damaged)}; no intact checkpoint is left: "
+                            f"{_start_over(storage.parent(directory))}")
+  return None
+
+
+def check_best_weights(run_dir, best_epoch: int) -> None:
+  """Raises RunDirectoryError if the run has a best epoch whose weights (best/) are missing or damaged:
+  the final model would silently be another epoch's."""
+  prefix = storage.join(run_dir, "best", "weights")
+  if best_epoch < 0 and not tf.io.gfile.exists(prefix + ".index"):
+    return
+  previous = storage.join(run_dir, ".best.old")  # where a kill between atomic_directory's renames left it
+  if not tf.io.gfile.exists(prefix + ".index") and storage.is_local(previous) and tf.io.gfile.exists(previous):
+    tf.io.gfile.rename(previous, storage.join(run_dir, "best"))
+  problem = _tensors_readable(prefix) if tf.io.gfile.exists(prefix + ".index") else "missing"
+  if problem:
+    raise RunDirectoryError(f"{prefix}: damaged ({problem}); the weights of the best epoch {best_epoch} are lost: "
+                            f"{_start_over(run_dir)}")
 
 
 def _flat(run_config: dict) -> dict:
@@ -102,21 +200,32 @@ def check_resumable(run_dir, run_config: dict) -> None:
   if recorded is None:
     return
   recorded, wanted = _flat(recorded), _flat(json.loads(json.dumps(run_config)))  # as written: tuples become lists
+  # Compared as JSON text, so that a NaN recorded (by an older version) equals itself.
   changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
-             if key not in RESUMABLE_CHANGES and recorded.get(key) != wanted.get(key)]
+             if key not in RESUMABLE_CHANGES and json.dumps(recorded.get(key)) != json.dumps(wanted.get(key))]
   if changed:
     raise RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: this run was configured otherwise "
                             f"({'; '.join(changed)}); use another run directory or delete this one")
 
 
+def run_configuration(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
+  """What config.json records of a run: the settings, the task and how it is distributed."""
+  return {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
+          "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
+
+
 def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
-  """The checks of `run` that can refuse a run, none of which reads or writes its records: a run
-  directory configured otherwise (check_resumable) and a batch the replicas cannot share. Returns
-  the run's config.json content. Callers that write before `run` (converting records) call it first,
-  so that a refused run leaves nothing behind."""
+  """The checks of `run` that can refuse a run, none of which reads or writes its records: a learning
+  rate or loss that cannot train, a run directory configured otherwise (check_resumable) and a batch
+  the replicas cannot share. Returns the run's config.json content. Callers that write before `run`
+  (converting records) call it first, so that a refused run leaves nothing behind."""
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
-  run_config = {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
-                "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
+  try:
+    check_learning_rate(config.learning_rate)
+    losses.parse_loss_spec(config.loss)
+  except ValueError as error:
+    raise errors.InputError(f"{config.out_dir}: {error}") from None
+  run_config = run_configuration(task, config, strategy)
   check_resumable(config.out_dir, run_config)
   if config.batch_size % strategy.num_replicas_in_sync:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by "
@@ -206,6 +315,14 @@ class EpochEnd(tf.keras.callbacks.Callback):
 
   def on_epoch_end(self, epoch, logs=None):
     logs = logs if logs is not None else {}
+    loss = float(logs.get("loss", 0.0))
+    if not math.isfinite(loss):  # nothing of this epoch is kept: the last checkpoint stays the newest
+      self.model.stop_training = True
+      raise TrainingDivergedError(
+          f"{self.out_dir}: the training loss became {loss} in epoch {epoch} (learning rate "
+          f"{self.config.learning_rate}, loss {self.config.loss!r}); stopped, nothing of epoch {epoch} was saved "
+          f"(the checkpoints keep the {int(self.state['epoch'].numpy())} epoch(s) before it). Train with a lower "
+          "--learning_rate in another --out_dir")
     validation = scoring.evaluate(self.task, scoring.score_records(self.task, self.scorer, self.config.valid_dir,
                                                                    self.config.eval_batch_size))["mean"]
     logs.update({f"val_{name}": value for name, value in validation.items()})
@@ -214,7 +331,8 @@ class EpochEnd(tf.keras.callbacks.Callback):
       self.state["best_value"].assign(value)
       self.state["best_epoch"].assign(epoch)
       self.state["epochs_without_improvement"].assign(0)
-      self.scorer.save_weights(storage.join(self.out_dir, "best", "weights"))
+      storage.atomic_directory(storage.join(self.out_dir, "best"),
+                               lambda path: self.scorer.save_weights(storage.join(path, "weights")))
     else:
       self.state["epochs_without_improvement"].assign_add(1)
     if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
@@ -270,13 +388,13 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
              "best_epoch": tf.Variable(-1, dtype=tf.int64),
              "epochs_without_improvement": tf.Variable(0, dtype=tf.int64), "stopped": tf.Variable(False)}
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **state)
+  resumed = newest_intact_checkpoint(storage.join(out_dir, "checkpoints"))
   manager = tf.train.CheckpointManager(checkpoint, storage.join(out_dir, "checkpoints"), max_to_keep=2)
-  if manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint)
+  if resumed:
+    checkpoint.restore(resumed)
   first_epoch = int(state["epoch"].numpy())
-  history_path = storage.join(out_dir, "history.json")
-  history = [h for h in json.loads(storage.read_text(history_path)) if h["epoch"] < first_epoch] \
-      if tf.io.gfile.exists(history_path) else []
+  history = read_history(out_dir, first_epoch)
+  check_best_weights(out_dir, int(state["best_epoch"].numpy()))
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     batches = strategy.distribute_datasets_from_function(
