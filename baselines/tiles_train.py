@@ -9,8 +9,8 @@
     python baselines/tiles_train.py --out_dir out/tiles   # on host0; "index": 1 on host1
 
 The run starts from the named experiment --experiment (default "tile", see
-tpu_graphs/train/experiments.py); the flags override its settings (tpu_graphs/training_programs.py
-lists the shared ones). The npz tree under --data_root is converted to records first (into --records_dir, default
+tpu_graphs/train/experiments.py); the flags override its settings (--help lists them, those shared
+with layout_train.py included). The npz tree under --data_root is converted to records first (into --records_dir, default
 <out_dir>/records; finished shards are reused). Rerunning with the same --out_dir resumes a killed
 run from its last epoch. The run directory gets config.json, metrics.json (validation metrics,
 per kernel), predictions.csv (test split, `ID,TopConfigs`), model/, export/ (the serving SavedModel)

@@ -193,8 +193,12 @@ def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -
   for split_dir in split_dirs:  # every split's files are there and named well before any is converted
     convert.find_source_groups(split_dir)
   experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
-  # records_root may be a URL (gs://...)
-  return storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
+  return records_directory(records_root, experiment.collection)
+
+
+def records_directory(records_root, collection: str) -> str:
+  """Where a collection's converted splits go under records_root (which may be a URL, gs://...)."""
+  return storage.join(records_root, str(graphs.collection_directory("", collection)))
 
 
 def data_root_name(data_root) -> str:
@@ -217,6 +221,8 @@ def check_batch_fits(experiment: Experiment, train_npz_dir) -> None:
     chunks += records.chunk_count(npz.read_graph(path, stream_configs=True), experiment.model.configs_per_chunk)
     if chunks >= batch_size:
       return
+  if not paths:
+    raise errors.InputError(f"{train_npz_dir}: no .npz files to train on")
   raise errors.InputError(
       f"{train_npz_dir}: {len(paths)} training graph(s) give {chunks} config chunk(s) of at most "
       f"{experiment.model.configs_per_chunk} configs, which cannot fill one batch of {batch_size}; pass a "
@@ -254,7 +260,7 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   """
   out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
   records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
-  collection_records = storage.join(records_root, str(graphs.collection_directory("", experiment.collection)))
+  collection_records = records_directory(records_root, experiment.collection)
   config = trainer.TrainingConfig(
       train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
       out_dir=out_dir, model=dataclasses.asdict(experiment.model),
