@@ -1,0 +1,116 @@
+"""A trained tile model as one native shared library with a C interface, as LLVM's MLGO release
+mode embeds its policies: the SavedModel's static signatures (static_shapes.py) compiled ahead of
+time by XLA, the weights frozen into the program, linked with the XLA AOT runtime into
+
+    <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
+    <export>/native/tpu_graphs_model.h       runtime (ldd lists libstdc++, libm, libc)
+    <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
+    <export>/native/buckets.json             the buckets compiled in, and the sources
+
+    compile_model_library("out/tiles/export", "bazel-bin/native/libxla_aot_runtime.a")
+
+The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
+by Bazel (`bazel build //native:xla_aot_runtime`). Compiling takes each bucket's signature
+through `saved_model_cli aot_compile_cpu`'s own function (one TensorFlow start for every bucket),
+then g++: a minute or so for a small model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+from typing import Union
+
+from tpu_graphs.data import errors, storage
+from tpu_graphs.export import static_shapes
+
+NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
+LIBRARY_NAME = "libtpu_graphs_model.so"
+HEADER_NAME = "tpu_graphs_model.h"
+NATIVE_DIR_NAME = "native"
+_SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
+# Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
+# a compiler that links its own XLA does not clash with them.
+_EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
+
+
+def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[static_shapes.Bucket]:
+  """The static tile signatures of a SavedModel, smallest first. Raises errors.InputError where
+  it has none (a layout model, or a tile model exported before static signatures existed)."""
+  from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
+  names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
+  buckets = sorted((static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names)
+                    if match), key=lambda bucket: (bucket.nodes, bucket.edges))
+  if not buckets:
+    raise errors.InputError(f"{export_dir}: no static tile signatures (static_tile_n*_e*_c*): only tile models "
+                            "exported by this version compile to a native library; layout models are served "
+                            "through the C API (native/rank --mode=capi)")
+  return buckets
+
+
+def _class_name(bucket: static_shapes.Bucket) -> str:
+  return f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}"
+
+
+def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], aot_dir: pathlib.Path) -> None:
+  """One header and object per bucket, as `saved_model_cli aot_compile_cpu` writes them (frozen
+  weights, single-threaded, for any x86-64 CPU)."""
+  from tensorflow.python.tools import saved_model_aot_compile, saved_model_utils  # pylint: disable=g-import-not-at-top
+  meta_graph = saved_model_utils.get_meta_graph_def(export_dir, "serve")
+  for bucket in buckets:
+    saved_model_aot_compile.aot_compile_cpu_meta_graph_def(
+        checkpoint_path=os.path.join(export_dir, "variables", "variables"), meta_graph_def=meta_graph,
+        output_prefix=str(aot_dir / _class_name(bucket)), signature_def_key=bucket.signature_name,
+        cpp_class=f"tpu_graphs_native::{_class_name(bucket)}", target_triple="x86_64-pc-linux", target_cpu="")
+
+
+def _buckets_header(buckets: list[static_shapes.Bucket]) -> str:
+  includes = "".join(f'#include "aot/{_class_name(bucket)}.h"\n' for bucket in buckets)
+  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {b.nodes}, {b.edges}, {b.configs})" for b in buckets)
+  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define TPU_GRAPHS_FOR_EACH_BUCKET(X) {entries}\n"
+
+
+def _link(work: pathlib.Path, buckets: list[static_shapes.Bucket], runtime_archive: pathlib.Path,
+          include_dir: pathlib.Path) -> None:
+  (work / "buckets.h").write_text(_buckets_header(buckets))
+  (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
+  objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
+  command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
+             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
+             "-o", str(work / LIBRARY_NAME), str(NATIVE_SOURCES / "model_library.cc"), *objects,
+             str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
+  result = subprocess.run(command, capture_output=True, text=True, check=False)
+  if result.returncode != 0:
+    raise RuntimeError(f"linking {LIBRARY_NAME} failed: {' '.join(command)}\n{result.stderr[-4000:]}")
+  for scratch in ("buckets.h", "exported.map"):
+    (work / scratch).unlink()
+
+
+def compile_model_library(export_dir: Union[str, os.PathLike], runtime_archive: Union[str, os.PathLike]) -> pathlib.Path:
+  """Writes <export_dir>/native/ (see the module docstring) and returns the library's path."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_archive)
+  if not runtime_archive.is_file():
+    raise errors.InputError(f"{runtime_archive}: no XLA AOT runtime archive; build it with "
+                            "`bazel build //native:xla_aot_runtime` (bazel-bin/native/libxla_aot_runtime.a)")
+  buckets = compiled_buckets(export_dir)
+  include_dir = pathlib.Path(tf.__file__).parent / "include"
+
+  def write(path: str) -> None:
+    work = pathlib.Path(path)
+    (work / "aot").mkdir(parents=True)
+    _compile_signatures(export_dir, buckets, work / "aot")
+    _link(work, buckets, runtime_archive, include_dir)
+    shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
+    (work / "buckets.json").write_text(json.dumps({
+        "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__,
+        "buckets": [{"signature": b.signature_name, "nodes": b.nodes, "edges": b.edges, "configs": b.configs}
+                    for b in buckets]}, indent=1) + "\n")
+
+  native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
+  storage.atomic_directory(native_dir, write)
+  return pathlib.Path(native_dir) / LIBRARY_NAME
