@@ -35,6 +35,23 @@ size_t ValueSize(const std::string& dtype) {
   return 0;
 }
 
+// Rewrites a Fortran-order array's values in C order (numpy writes a transposed array so; the
+// release's layout files hold edge_index that way).
+void ToCOrder(Array& array) {
+  const size_t value_size = ValueSize(array.dtype), rank = array.shape.size();
+  const std::vector<char> fortran = array.data;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t c = 0; c < array.size(); ++c) {
+    int64_t f = 0;  // position of the same element in Fortran order: the first axis varies fastest
+    for (size_t axis = rank; axis-- > 0;) f = f * array.shape[axis] + index[axis];
+    std::memcpy(&array.data[c * value_size], &fortran[f * value_size], value_size);
+    for (size_t axis = rank; axis-- > 0;) {  // next C-order index: the last axis varies fastest
+      if (++index[axis] < array.shape[axis]) break;
+      index[axis] = 0;
+    }
+  }
+}
+
 // A .npy member: "\x93NUMPY", version, header length, a Python dict literal, the values.
 Array ParseNpy(const std::string& path, const std::string& name, const std::vector<char>& bytes) {
   const std::string where = path + ": " + name + ": ";
@@ -48,7 +65,8 @@ Array ParseNpy(const std::string& path, const std::string& name, const std::vect
   const std::string descr = Field(header, "descr");
   array.dtype = descr.size() > 2 ? descr.substr(1, descr.size() - 2) : "";
   if (ValueSize(array.dtype) == 0) throw NpzError(where + "unsupported dtype '" + array.dtype + "'");
-  if (Field(header, "fortran_order") != "False,") throw NpzError(where + "not a C-order array");
+  const std::string order = Field(header, "fortran_order");
+  if (order != "False," && order != "True,") throw NpzError(where + "no fortran_order in the .npy header");
   const std::string shape = Field(header, "shape");
   for (size_t i = 1; i < shape.size();) {
     const size_t end = shape.find_first_of(",)", i);
@@ -63,6 +81,7 @@ Array ParseNpy(const std::string& path, const std::string& name, const std::vect
                    shape + " needs " + std::to_string(expected));
   }
   array.data.assign(bytes.begin() + static_cast<long>(offset + length), bytes.end());
+  if (order == "True,") ToCOrder(array);
   return array;
 }
 
