@@ -85,7 +85,10 @@ def _link(work: pathlib.Path, buckets: list[static_shapes.Bucket], runtime_archi
              str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
-    raise RuntimeError(f"linking {LIBRARY_NAME} failed: {' '.join(command)}\n{result.stderr[-4000:]}")
+    missing = sorted(set(re.findall(r"undefined reference to `(__xla_cpu_runtime_\w+)", result.stderr)))
+    hint = (f"\nthe model calls XLA runtime kernels the runtime archive leaves out: {', '.join(missing)}; add their "
+            "source files to xla_aot_runtime in third_party/tensorflow_wheel.BUILD") if missing else ""
+    raise RuntimeError(f"linking {LIBRARY_NAME} failed: {' '.join(command)}\n{result.stderr[-4000:]}{hint}")
   for scratch in ("buckets.h", "exported.map"):
     (work / scratch).unlink()
 
