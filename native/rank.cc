@@ -7,7 +7,8 @@
 //              (baselines/compile_native.py), loaded with dlopen: tile models.
 // --mode=capi  the SavedModel itself through TensorFlow's C API (TF_LoadSessionFromSavedModel),
 //              libtensorflow_cc.so.2 of the wheel loaded with dlopen: every collection.
-// Exit status 0; 1 for input or a model that cannot be used (one line naming the problem); 2 for
+// --repeat=N (benchmarks/native.py) scores the file N more times and prints the median seconds
+// per call. Exit status 0; 1 for input or a model that cannot be used (one line naming the problem); 2 for
 // bad flags.
 
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -200,7 +202,8 @@ std::string DefaultTensorflowLibrary() {
 
 int Main(int argc, char** argv) {
   std::map<std::string, std::string> flags = {{"mode", ""}, {"model", ""}, {"input", ""}, {"top", "5"}, {"json", ""},
-                                               {"library", ""}, {"tensorflow_library", ""}, {"configs_per_call", "2048"}};
+                                               {"library", ""}, {"tensorflow_library", ""}, {"configs_per_call", "2048"},
+                                               {"repeat", "0"}};
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     const size_t equals = argument.find('=');
@@ -212,11 +215,13 @@ int Main(int argc, char** argv) {
   }
   if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
   if (flags["model"].empty() || flags["input"].empty()) throw UsageError("--model and --input are required");
-  int64_t top = 0, configs_per_call = 0;
-  for (auto [name, value] : {std::pair<const char*, int64_t*>{"top", &top}, {"configs_per_call", &configs_per_call}}) {
+  int64_t top = 0, configs_per_call = 0, repeat = 0;
+  for (auto [name, value] : {std::pair<const char*, int64_t*>{"top", &top}, {"configs_per_call", &configs_per_call},
+                             {"repeat", &repeat}}) {
     const std::string& text = flags[name];
-    if (std::from_chars(text.data(), text.data() + text.size(), *value).ptr != text.data() + text.size() || *value < 1) {
-      throw UsageError(std::string("--") + name + " must be a positive integer");
+    const int64_t least = value == &repeat ? 0 : 1;
+    if (std::from_chars(text.data(), text.data() + text.size(), *value).ptr != text.data() + text.size() || *value < least) {
+      throw UsageError(std::string("--") + name + " must be an integer >= " + std::to_string(least));
     }
   }
   const std::string model = FromCallerDirectory(flags["model"]);
@@ -227,6 +232,17 @@ int Main(int argc, char** argv) {
                    model, configs_per_call);
   const Graph graph = ReadGraph(FromCallerDirectory(flags["input"]));
   const std::vector<float> scores = score(graph);
+  if (repeat > 0) {
+    std::vector<double> seconds;
+    for (int64_t i = 0; i < repeat; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const bool same = score(graph) == scores;
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!same) throw std::runtime_error("two calls on the same file scored differently");
+    }
+    std::nth_element(seconds.begin(), seconds.begin() + repeat / 2, seconds.end());
+    std::printf("median call: %.9f s (%lld calls)\n", seconds[repeat / 2], static_cast<long long>(repeat));
+  }
   std::vector<int64_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
@@ -262,7 +278,7 @@ int main(int argc, char** argv) {
     return tpu_graphs::Main(argc, argv);
   } catch (const tpu_graphs::UsageError& error) {
     std::fprintf(stderr, "rank: %s\nusage: rank --mode=aot|capi --model=<export dir> --input=<npz> [--top=K] "
-                 "[--json=<file>] [--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N]\n", error.what());
+                 "[--json=<file>] [--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]\n", error.what());
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "rank: error: %s\n", error.what());
