@@ -11,13 +11,13 @@
 
 Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
 way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
-bazel-bin/native/rank --repeat), whose peak RSS (wait4) is its own. Models are untrained, of the
-baselines' default size (64 units, 3 layers; benchmarks/serve.export_untrained): cost does not
-depend on the weights.
+bazel-bin/native/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
+(tpu_graphs/export/untrained.py; cost does not depend on the weights): tile models of the
+baselines' default size (64 units, 3 layers) and of `--experiment smallest` (16 units, 1 layer),
+a layout model of the default size.
 """
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -28,15 +28,19 @@ from absl import flags
 
 from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-import serve
 from tpu_graphs import benchmark_results
 from tpu_graphs.data import locations
+from tpu_graphs.export import untrained
 
 TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
 LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 TILE_CONFIGS = 100
 RANK = locations.REPOSITORY / "bazel-bin" / "native" / "rank"
 RUNTIME = locations.REPOSITORY / "bazel-bin" / "native" / "libxla_aot_runtime.a"
+# Tile models measured: experiment -> its model's size.
+TILE_MODELS = {"quickstart": "default size (64 units, 3 layers)", "smallest": "`--experiment smallest` (16 units, 1 layer)"}
+WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank --mode=capi`)",
+        "aot": "AOT library (`rank --mode=aot`)"}
 
 _CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
 _LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
@@ -64,31 +68,37 @@ def python_median_call(model: str, path: str, calls: int) -> float:
   return float(np.median(seconds))
 
 
-def _run(command: list) -> tuple[str, float]:
-  """(stdout, peak RSS in MB) of a fresh process, whose own rusage wait4 returns."""
-  with tempfile.TemporaryFile("w+") as errors:
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
-    stdout = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.stdout.close()
-    if os.waitstatus_to_exitcode(status):
-      errors.seek(0)
-      raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{errors.read()[-2000:]}")
-  return stdout, usage.ru_maxrss / 1024
+def peak_rss_mb() -> float:
+  """This process's peak resident set (VmHWM, which starts afresh at exec, unlike the rusage of a
+  forked child, which starts from its parent's)."""
+  for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+    if line.startswith("VmHWM:"):
+      return int(line.split()[1]) / 1024
+  raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def _run(command: list) -> str:
+  completed = subprocess.run(command, capture_output=True, text=True, check=False)
+  if completed.returncode:
+    raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{completed.stderr[-2000:]}")
+  return completed.stdout
 
 
 def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int) -> dict:
+  """{"seconds": median per call, "peak_mb": peak RSS} of one way, in a fresh process."""
   if way == "python":
-    stdout, peak = _run([sys.executable, __file__, f"--measure={path}", f"--model={model}", f"--calls={calls}"])
-    return {"seconds": json.loads(stdout.strip().splitlines()[-1]), "peak_mb": peak}
-  stdout, peak = _run([str(RANK), f"--mode={way}", f"--model={model}", f"--input={path}", f"--repeat={calls}"])
-  return {"seconds": float(stdout.split("median call: ")[1].split()[0]), "peak_mb": peak}
+    stdout = _run([sys.executable, __file__, f"--measure={path}", f"--model={model}", f"--calls={calls}"])
+    return json.loads(stdout.strip().splitlines()[-1])
+  stdout = _run([str(RANK), f"--mode={way}", f"--model={model}", f"--input={path}", f"--repeat={calls}"])
+  return {"seconds": float(stdout.split("median call: ")[1].split()[0]),
+          "peak_mb": int(stdout.split("peak RSS: ")[1].split()[0]) / 1024}
 
 
 def main(argv):
   del argv
   if _MEASURE.value:
-    print(json.dumps(python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)))
+    seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
     return
   import numpy as np
   from tpu_graphs.export import native_library
@@ -97,45 +107,43 @@ def main(argv):
       raise SystemExit(f"{built} is missing: bazel build //native:rank //native:xla_aot_runtime")
   with tempfile.TemporaryDirectory() as temporary:
     temporary = pathlib.Path(temporary)
-    tile_file = temporary / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
+    tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
     tile_file.parent.mkdir(parents=True)
     arrays = dict(np.load(locations.sample_path(TILE_GRAPH)))
     np.savez(tile_file, **{name: value[:TILE_CONFIGS] if name.startswith("config") else value
                            for name, value in arrays.items()})
-    layout_file = locations.sample_path(LAYOUT_GRAPH)
-    tile_model = serve.export_untrained("tile:xla", temporary, prune_hops=0)
-    layout_model = serve.export_untrained("layout:xla:default", temporary, prune_hops=0)
-    start = time.perf_counter()
-    library = native_library.compile_model_library(tile_model, RUNTIME)
-    compile_seconds = time.perf_counter() - start
-    tile = {way: measure(way, tile_model, tile_file, _CALLS.value) for way in ("python", "capi", "aot")}
-    layout = {way: measure(way, layout_model, layout_file, _LAYOUT_CALLS.value) for way in ("python", "capi")}
-    sizes = {"library": library.stat().st_size, "rank": RANK.stat().st_size,
-             "tensorflow": sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
-                               for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))}
-  names = {"python": "Python SavedModel (`tf.saved_model.load`, plain signature)",
-           "capi": "C API (`rank --mode=capi`: TF_SessionRun)", "aot": "AOT library (`rank --mode=aot`)"}
-  base = tile["python"]["seconds"]
-  rows = ["| way | tile: per call (100 configs) | tile: vs Python | tile: peak RSS | layout: per call (1,965 configs) "
-          "| layout: peak RSS |", "|---|---:|---:|---:|---:|---:|"]
-  for way, name in names.items():
-    layout_cells = (f"{layout[way]['seconds']:.3f} s | {layout[way]['peak_mb']:,.0f} MB" if way in layout
-                    else "not compiled (pruning is data-dependent) | -")
-    rows.append(f"| {name} | {tile[way]['seconds'] * 1e6:,.0f} µs | {base / tile[way]['seconds']:,.1f}× | "
-                f"{tile[way]['peak_mb']:,.0f} MB | {layout_cells} |")
-  rows += ["", "| size | bytes |", "|---|---:|",
-           f"| model library (`export/native/libtpu_graphs_model.so`: 3 buckets, weights, XLA AOT runtime) | "
-           f"{sizes['library']:,} |",
-           f"| `//native:rank` binary | {sizes['rank']:,} |",
-           f"| TensorFlow libraries the C API mode loads (libtensorflow_cc.so.2 + libtensorflow_framework.so.2) | "
-           f"{sizes['tensorflow']:,} |",
-           "", f"Compiling the model library (`compile_model_library`: 3 buckets through aot_compile_cpu, then g++): "
-           f"{compile_seconds:.0f} s."]
+    tile = {}
+    for experiment, size in TILE_MODELS.items():
+      model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
+      start = time.perf_counter()
+      library = native_library.compile_model_library(model, RUNTIME)
+      compile_seconds = time.perf_counter() - start
+      tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in WAYS}
+      tile[size].update(compile_s=compile_seconds, library_bytes=library.stat().st_size)
+    layout_model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
+    layout = {way: measure(way, layout_model, locations.sample_path(LAYOUT_GRAPH), _LAYOUT_CALLS.value)
+              for way in WAYS if way != "aot"}
+  tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
+                         for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
+  rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
+  for size, measured in tile.items():
+    for way, name in WAYS.items():
+      rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
+                  f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
+  rows += ["", "| layout model (default size, no pruning) | per call (1,965 configs) | peak RSS |", "|---|---:|---:|"]
+  rows += [f"| {WAYS[way]} | {measured['seconds']:.3f} s | {measured['peak_mb']:,.0f} MB |"
+           for way, measured in layout.items()]
+  rows += ["| AOT library | not compiled: pruning keeps a data-dependent number of ops | - |"]
+  rows += ["", "| size | bytes |", "|---|---:|"]
+  rows += [f"| tile model library, {size} (3 buckets, weights, XLA AOT runtime; compiled in "
+           f"{measured['compile_s']:.0f} s) | {measured['library_bytes']:,} |" for size, measured in tile.items()]
+  rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",
+           f"| TensorFlow libraries the C API loads (libtensorflow_cc.so.2, libtensorflow_framework.so.2) | "
+           f"{tensorflow_bytes:,} |"]
   benchmark_results.write(
       "native", f"Calling the model without Python: the real tile kernel {TILE_GRAPH.split('/')[-1]} (15 ops, first "
-      f"{TILE_CONFIGS} configs, median of {_CALLS.value} calls) and the real unet_3d.4x4.bf16 layout graph (median of "
-      f"{_LAYOUT_CALLS.value} calls), untrained models of the default size, each way in a fresh process",
-      "\n".join(rows), _OUT.value)
+      f"{TILE_CONFIGS} configs; median of {_CALLS.value} calls) and the real unet_3d.4x4.bf16 layout graph (median of "
+      f"{_LAYOUT_CALLS.value} calls), untrained models, each way in a fresh process", "\n".join(rows), _OUT.value)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 // --mode=capi  the SavedModel itself through TensorFlow's C API (TF_LoadSessionFromSavedModel),
 //              libtensorflow_cc.so.2 of the wheel loaded with dlopen: every collection.
 // --repeat=N (benchmarks/native.py) scores the file N more times and prints the median seconds
-// per call. Exit status 0; 1 for input or a model that cannot be used (one line naming the problem); 2 for
+// per call and the process's peak RSS. Exit status 0; 1 for input or a model that cannot be used (one line naming the problem); 2 for
 // bad flags.
 
 #include <dlfcn.h>
@@ -242,6 +242,10 @@ int Main(int argc, char** argv) {
     }
     std::nth_element(seconds.begin(), seconds.begin() + repeat / 2, seconds.end());
     std::printf("median call: %.9f s (%lld calls)\n", seconds[repeat / 2], static_cast<long long>(repeat));
+    std::ifstream status("/proc/self/status");  // VmHWM: this process's peak resident set
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) std::printf("peak RSS: %s\n", line.substr(6).c_str());
+    }
   }
   std::vector<int64_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);

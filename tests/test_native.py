@@ -17,10 +17,8 @@ import pytest
 import tensorflow as tf
 
 import sample_data
-from tpu_graphs.data import graphs, npz, records
-from tpu_graphs.export import native_library, saved_model, static_shapes
-from tpu_graphs.models import layout_model, tile_model
-from tpu_graphs.train import inputs, tasks
+from tpu_graphs.data import graphs, npz
+from tpu_graphs.export import native_library, saved_model, static_shapes, untrained
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
                    "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",  # 52 ops, 1,282 configs
@@ -40,28 +38,10 @@ def _built(relative: str) -> pathlib.Path:
   pytest.fail(f"{relative} is not built: bazel build //native:rank //native:xla_aot_runtime")
 
 
-def _untrained_export(root: pathlib.Path, kind: str) -> pathlib.Path:
-  """A small model of `kind` with its initial weights, exported as training exports it."""
-  example = records.graph_tensor_from_arrays(
-      kind, np.ones([3, graphs.NODE_FEATURE_WIDTH], np.float32), np.zeros([3], np.uint8), np.array([[1, 0], [2, 1]]),
-      config_feat=np.ones([2, graphs.TILE_CONFIG_FEATURE_WIDTH], np.float32) if kind == "tile" else None,
-      node_config_ids=np.array([1]) if kind == "layout" else None,
-      node_config_feat=np.ones([2, 1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], np.float32) if kind == "layout" else None)
-  spec = example.with_indices_dtype(inputs.INDICES_DTYPE).spec.relax(num_components=True, num_nodes=True,
-                                                                      num_edges=True)
-  tf.keras.utils.set_random_seed(0)
-  if kind == "tile":
-    scorer, task = tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=2), tasks.TileTask()
-  else:
-    scorer, task = layout_model.build_layout_model(spec, units=16, num_layers=2), tasks.LayoutTask(prune_hops=1)
-  saved_model.export_to_run_directory(scorer, task, root)
-  return root / saved_model.EXPORT_DIR_NAME
-
-
 @pytest.fixture(scope="module")
 def tile_export(tmp_path_factory):
   """A tile model's export with its native library compiled (export/native/)."""
-  export_dir = _untrained_export(tmp_path_factory.mktemp("tile"), "tile")
+  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2)
   native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a"))
   return export_dir
 
@@ -119,7 +99,8 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
 @pytest.fixture(scope="module")
 def layout_export(tmp_path_factory):
   """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours."""
-  return _untrained_export(tmp_path_factory.mktemp("layout"), "layout")
+  return untrained.export_untrained("layout:xla:default", tmp_path_factory.mktemp("layout"), units=16, layers=2,
+                                    prune_hops=1)
 
 
 @pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
