@@ -35,7 +35,7 @@ void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges);
  *   config_feat [num_configs][24] float    scores      [num_configs] float (written)
  * Any number of configs (they are scored a compiled bucket's worth at a time). Returns
  * TPU_GRAPHS_OK, or a tpu_graphs_status with a NUL-terminated message naming the problem written
- * to message (at most message_size bytes; message may be null); scores are then left unwritten. */
+ * to message (at most message_size bytes; message may be null); scores then hold nothing to use. */
 int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
                           int64_t num_edges, const int64_t* edge_index, int64_t num_configs,
                           const float* config_feat, float* scores, char* message, size_t message_size);
