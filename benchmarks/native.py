@@ -1,6 +1,6 @@
 """What calling the model costs from Python, through TensorFlow's C API and as an AOT-compiled library.
 
-  bazel build //native:rank //native:xla_aot_runtime
+  bazel build //native:all
   python benchmarks/native.py [--out benchmarks/results/native.md]
 
 * tile: the first 100 configs of the real sample's median-size kernel with at least 100 configs
@@ -36,11 +36,12 @@ TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops,
 LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 TILE_CONFIGS = 100
 RANK = locations.REPOSITORY / "bazel-bin" / "native" / "rank"
-RUNTIME = locations.REPOSITORY / "bazel-bin" / "native" / "libxla_aot_runtime.a"
+RUNTIME_DIR = locations.REPOSITORY / "bazel-bin" / "native"
 # Tile models measured: experiment -> its model's size.
 TILE_MODELS = {"quickstart": "default size (64 units, 3 layers)", "smallest": "`--experiment smallest` (16 units, 1 layer)"}
 WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank --mode=capi`)",
-        "aot": "AOT library (`rank --mode=aot`)"}
+        "x86-64": "AOT library for any x86-64 (`rank --mode=aot`)",
+        "x86-64-v3": "AOT library for x86-64-v3, AVX2 (`compile_native.py --cpu=x86-64-v3`)"}
 
 _CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
 _LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
@@ -102,9 +103,9 @@ def main(argv):
     return
   import numpy as np
   from tpu_graphs.export import native_library
-  for built in (RANK, RUNTIME):
+  for built in (RANK, *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
     if not built.exists():
-      raise SystemExit(f"{built} is missing: bazel build //native:rank //native:xla_aot_runtime")
+      raise SystemExit(f"{built} is missing: bazel build //native:all")
   with tempfile.TemporaryDirectory() as temporary:
     temporary = pathlib.Path(temporary)
     tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
@@ -115,14 +116,15 @@ def main(argv):
     tile = {}
     for experiment, size in TILE_MODELS.items():
       model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
-      start = time.perf_counter()
-      library = native_library.compile_model_library(model, RUNTIME)
-      compile_seconds = time.perf_counter() - start
-      tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in WAYS}
-      tile[size].update(compile_s=compile_seconds, library_bytes=library.stat().st_size)
+      tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
+      for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
+        start = time.perf_counter()
+        library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+        compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
+        tile[size][cpu] = {**measure("aot", model, tile_file, _CALLS.value), **compiled}
     layout_model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
     layout = {way: measure(way, layout_model, locations.sample_path(LAYOUT_GRAPH), _LAYOUT_CALLS.value)
-              for way in WAYS if way != "aot"}
+              for way in ("python", "capi")}
   tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
                          for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
   rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
@@ -136,8 +138,9 @@ def main(argv):
            for way, measured in layout.items()]
   rows += ["| AOT library | not compiled: pruning keeps a data-dependent number of ops | - |"]
   rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| tile model library, {size} (3 buckets, weights, XLA AOT runtime; compiled in "
-           f"{measured['compile_s']:.0f} s) | {measured['library_bytes']:,} |" for size, measured in tile.items()]
+  rows += [f"| tile model library, {size}, {cpu} (3 buckets, weights, XLA AOT runtime; compiled in "
+           f"{measured[cpu]['compile_s']:.0f} s) | {measured[cpu]['library_bytes']:,} |"
+           for size, measured in tile.items() for cpu in native_library.CPUS]
   rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",
            f"| TensorFlow libraries the C API loads (libtensorflow_cc.so.2, libtensorflow_framework.so.2) | "
            f"{tensorflow_bytes:,} |"]

@@ -32,6 +32,15 @@ int Fail(int status, char* message, size_t message_size, const char* format, ...
 }
 
 // The index of the first non-finite value of values[0, count), or -1.
+// A library compiled for x86-64-v3 (baselines/compile_native.py --cpu) runs AVX2 and FMA code.
+bool CpuCanRun() {
+#ifdef TPU_GRAPHS_REQUIRES_X86_64_V3
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return true;
+#endif
+}
+
 int64_t FirstNonFinite(const float* values, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     if (!std::isfinite(values[i])) return i;
@@ -112,6 +121,11 @@ extern "C" void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges) {
 extern "C" int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
                                      int64_t num_edges, const int64_t* edge_index, int64_t num_configs,
                                      const float* config_feat, float* scores, char* message, size_t message_size) {
+  if (!CpuCanRun()) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size,
+                "this library was compiled for x86-64-v3 CPUs (AVX2, FMA) and this CPU lacks them; "
+                "compile the model with baselines/compile_native.py --cpu=x86-64");
+  }
   const int checked = CheckInput(num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, config_feat,
                                  scores, message, message_size);
   if (checked != TPU_GRAPHS_OK) return checked;

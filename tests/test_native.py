@@ -42,7 +42,7 @@ def _built(relative: str) -> pathlib.Path:
 def tile_export(tmp_path_factory):
   """A tile model's export with its native library compiled (export/native/)."""
   export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2)
-  native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a"))
+  native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
   return export_dir
 
 
