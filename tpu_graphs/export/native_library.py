@@ -13,9 +13,9 @@ time by XLA, the weights frozen into the program, linked with the XLA AOT runtim
 The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
 per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the oldest x86-64 the
 library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
-(AVX2, FMA) scores about twice as fast as plain x86-64 (benchmarks/native.py). Compiling takes each bucket's signature
-through `saved_model_cli aot_compile_cpu`'s own function (one TensorFlow start for every bucket),
-then g++: a minute or so for a small model.
+(AVX2, FMA) scores 2-3x as fast as plain x86-64 (benchmarks/native.py). Compiling takes each
+bucket's signature through `saved_model_cli aot_compile_cpu`'s own function (one TensorFlow start
+for every bucket), then g++: 5 to 50 seconds for a small model, depending on the machine's load.
 """
 
 from __future__ import annotations
