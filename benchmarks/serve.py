@@ -30,11 +30,10 @@ from tpu_graphs import programs  # first: it quiets TensorFlow, which must happe
 
 from tpu_graphs import benchmark_results
 from tpu_graphs.data import locations
+from tpu_graphs.export import untrained
 
 # Inside the sample folder (locations.sample_dir()).
 NLP_TEST_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
-SMALL_LAYOUT_GRAPH = "npz/layout/xla/default/test/cd708819d3f5103afd6460b15e74eaf3.npz"
-TILE_GRAPH = "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz"
 
 _LAYOUT_MODEL = flags.DEFINE_string("layout_model", None, "A layout serving SavedModel; default: export an untrained one.")
 _TILE_MODEL = flags.DEFINE_string("tile_model", None, "A tile serving SavedModel; default: export an untrained one.")
@@ -88,30 +87,6 @@ def measure_tile(model: str, roots: list) -> dict:
           "configs_per_s": configs / seconds, "peak_rss_mb": _peak_rss_mb()}
 
 
-# Per collection measured: a graph to build the model's input spec from.
-EXAMPLE_GRAPHS = {"tile:xla": TILE_GRAPH, "layout:xla:default": SMALL_LAYOUT_GRAPH}
-
-
-def export_untrained(collection: str, directory: pathlib.Path, prune_hops: int) -> pathlib.Path:
-  """An untrained model of the training programs' default size (64 units, 3 layers), exported for serving."""
-  import tensorflow as tf
-  from tpu_graphs.data import graphs, npz, records
-  from tpu_graphs.export import saved_model
-  from tpu_graphs.train import experiments
-  kind = graphs.collection_kind(collection)
-  graph = npz.read_graph(locations.sample_path(EXAMPLE_GRAPHS[collection]))
-  structure, chunks = records.graph_records(graph, configs_per_chunk=4)
-  example = records.join(kind, records.parse(kind, tf.constant(structure)),
-                         records.parse(kind, tf.constant(next(iter(chunks)))))
-  spec = example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True)
-  # Untrained: no training statistics to normalize with.
-  overrides = {"tile:xla": {}, "layout:xla:default": {"normalize": False, "prune_hops": prune_hops}}[collection]
-  experiment = experiments.experiment("quickstart", collection).overridden(model=overrides)
-  saved_model.export(experiment.model.model_builder(train_npz_dir=None)(spec), kind, directory / kind,
-                     experiment.task().structure_transform)
-  return directory / kind
-
-
 def _measured(kind: str, model: pathlib.Path, extra: list) -> dict:
   completed = subprocess.run([sys.executable, __file__, f"--measure={kind}", f"--model={model}", *extra],
                              check=True, capture_output=True, text=True)
@@ -127,12 +102,11 @@ def main(argv):
   if _MEASURE.value == "tile":
     print(json.dumps(measure_tile(_MODEL.value, [locations.EMBEDDED_NPZ / "tile", locations.sample_path("npz/tile")])))
     return
-  for needed in (NLP_TEST_GRAPH, SMALL_LAYOUT_GRAPH, TILE_GRAPH):
-    locations.sample_path(needed)
+  locations.sample_path(NLP_TEST_GRAPH)
   with tempfile.TemporaryDirectory() as temporary:
     layout = pathlib.Path(_LAYOUT_MODEL.value or
-                          export_untrained("layout:xla:default", pathlib.Path(temporary), _PRUNE_HOPS.value))
-    tile = pathlib.Path(_TILE_MODEL.value or export_untrained("tile:xla", pathlib.Path(temporary), _PRUNE_HOPS.value))
+                          untrained.export_untrained("layout:xla:default", temporary, prune_hops=_PRUNE_HOPS.value))
+    tile = pathlib.Path(_TILE_MODEL.value or untrained.export_untrained("tile:xla", temporary))
     extra = [f"--configs={_CONFIGS.value}"] + ([f"--configs_per_call={_CONFIGS_PER_CALL.value}"]
                                                 if _CONFIGS_PER_CALL.value else [])
     layout, tile = _measured("layout", layout, extra), _measured("tile", tile, [])

@@ -14,7 +14,7 @@ import tensorflow as tf
 import sample_data
 import tile_test_data
 from tpu_graphs.data import graphs, locations, npz, records
-from tpu_graphs.export import saved_model
+from tpu_graphs.export import saved_model, static_shapes
 from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import tasks, trainer
 
@@ -59,11 +59,37 @@ def _served_scores(export_dir, graph: graphs.TileGraph) -> np.ndarray:
 def test_trainer_exports_both_signatures_into_the_run_directory(tile_run):
   run_dir, _ = tile_run
   loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
-  assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
+  assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
+                                    *(bucket.signature_name for bucket in static_shapes.TILE_BUCKETS)}
   inputs = loaded.signatures[saved_model.PLAIN_SIGNATURE].structured_input_signature[1]
   assert {name: spec.dtype for name, spec in inputs.items()} == {
       "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
   assert not list(run_dir.glob(".export.*"))  # written beside, then swapped in
+
+
+def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_filler_rows_hold(tile_run):
+  run_dir, _ = tile_run
+  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  rng = np.random.default_rng(0)
+  for relative in REAL_TILE_FILES:
+    graph = npz.read_graph(sample_data.require_sample(relative))
+    configs = min(graph.config_feat.shape[0], static_shapes.CONFIGS_PER_CALL)
+    nodes, edges = graph.node_feat.shape[0], graph.edge_index.shape[0]
+    bucket = next(b for b in static_shapes.TILE_BUCKETS if nodes <= b.nodes and edges <= b.edges)
+    padded = {  # filler rows of noise and edges naming real ops: the real component must not read them
+        "node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
+        "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
+        "edge_index": rng.integers(0, nodes, [bucket.edges, 2]),
+        "config_feat": rng.normal(size=[bucket.configs, graphs.TILE_CONFIG_FEATURE_WIDTH]).astype(np.float32)}
+    for name, rows in (("node_feat", graph.node_feat), ("node_opcode", graph.node_opcode),
+                       ("edge_index", graph.edge_index), ("config_feat", graph.config_feat[:configs])):
+      padded[name][:len(rows)] = rows
+    static = loaded.signatures[bucket.signature_name](
+        **padded, num_nodes=np.int32(nodes), num_edges=np.int32(edges), num_configs=np.int32(configs))["scores"]
+    plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
+        node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+        config_feat=graph.config_feat[:configs])["scores"]
+    np.testing.assert_allclose(static.numpy()[:configs], plain.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_plain_signature_equals_in_memory_model_on_real_tile_files(tile_run):

@@ -35,6 +35,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
+from tpu_graphs.export import static_shapes
 from tpu_graphs.train import inputs, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
@@ -188,9 +189,16 @@ class ServingModule(tf.Module):
         lambda examples: scores(checked_examples(
             kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
+    # Tile only: pruning makes a layout graph's size data-dependent, which XLA cannot compile.
+    self.static_scores = [] if kind != "tile" else [
+        tf.function(lambda *arrays: {"scores": scored(static_shapes.padded_tile_graph(*arrays))},
+                    input_signature=static_shapes.input_specs(bucket))
+        for bucket in static_shapes.TILE_BUCKETS]
 
   def signatures(self) -> dict:
-    return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples}
+    static = {} if not self.static_scores else {
+        bucket.signature_name: function for bucket, function in zip(static_shapes.TILE_BUCKETS, self.static_scores)}
+    return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **static}
 
 
 def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None) -> None:

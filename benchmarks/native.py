@@ -1,0 +1,154 @@
+"""What calling the model costs from Python, through TensorFlow's C API and as an AOT-compiled library.
+
+  bazel build //native:all
+  python benchmarks/native.py [--out benchmarks/results/native.md]
+
+* tile: the first 100 configs of the real sample's median-size kernel with at least 100 configs
+  (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
+* layout: every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops), one call (the
+  Ranker's default of 2,048 configs per call), pruning inside the SavedModel; no AOT row: pruning
+  keeps a data-dependent number of ops, which XLA cannot compile ahead of time.
+
+Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
+way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
+bazel-bin/native/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
+(tpu_graphs/export/untrained.py; cost does not depend on the weights): tile models of the
+baselines' default size (64 units, 3 layers) and of `--experiment smallest` (16 units, 1 layer),
+a layout model of the default size.
+"""
+
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import flags
+
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
+from tpu_graphs.data import locations
+from tpu_graphs.export import untrained
+
+TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
+LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+TILE_CONFIGS = 100
+RANK = locations.REPOSITORY / "bazel-bin" / "native" / "rank"
+RUNTIME_DIR = locations.REPOSITORY / "bazel-bin" / "native"
+# Tile models measured: experiment -> its model's size.
+TILE_MODELS = {"quickstart": "default size (64 units, 3 layers)", "smallest": "`--experiment smallest` (16 units, 1 layer)"}
+WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank --mode=capi`)",
+        "x86-64": "AOT library for any x86-64 (`rank --mode=aot`)",
+        "x86-64-v3": "AOT library for x86-64-v3, AVX2 (`compile_native.py --cpu=x86-64-v3`)"}
+
+_CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
+_LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
+_MEASURE = flags.DEFINE_string("measure", None, "Internal: time the Python SavedModel --model on this npz file.")
+_MODEL = flags.DEFINE_string("model", None, "Internal: the SavedModel of --measure.")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("native")), "Markdown table to write.")
+
+
+def python_median_call(model: str, path: str, calls: int) -> float:
+  """Median seconds of the plain signature on every config of the file, as a Python caller calls it."""
+  import numpy as np
+  import tensorflow as tf
+  arrays = dict(np.load(path))
+  names = ("node_feat", "node_opcode", "edge_index", "config_feat", "node_config_ids", "node_config_feat")
+  inputs = {name: tf.constant(arrays[name]) for name in names if name in arrays}
+  serve_fn = tf.saved_model.load(model).signatures["serving_default"]
+  first = serve_fn(**inputs)["scores"].numpy()
+  seconds = []
+  for _ in range(calls):
+    start = time.perf_counter()
+    scores = serve_fn(**inputs)["scores"].numpy()
+    seconds.append(time.perf_counter() - start)
+    if not np.array_equal(scores, first):
+      raise RuntimeError("two calls on the same file scored differently")
+  return float(np.median(seconds))
+
+
+def peak_rss_mb() -> float:
+  """This process's peak resident set (VmHWM, which starts afresh at exec, unlike the rusage of a
+  forked child, which starts from its parent's)."""
+  for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+    if line.startswith("VmHWM:"):
+      return int(line.split()[1]) / 1024
+  raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def _run(command: list) -> str:
+  completed = subprocess.run(command, capture_output=True, text=True, check=False)
+  if completed.returncode:
+    raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{completed.stderr[-2000:]}")
+  return completed.stdout
+
+
+def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int) -> dict:
+  """{"seconds": median per call, "peak_mb": peak RSS} of one way, in a fresh process."""
+  if way == "python":
+    stdout = _run([sys.executable, __file__, f"--measure={path}", f"--model={model}", f"--calls={calls}"])
+    return json.loads(stdout.strip().splitlines()[-1])
+  stdout = _run([str(RANK), f"--mode={way}", f"--model={model}", f"--input={path}", f"--repeat={calls}"])
+  return {"seconds": float(stdout.split("median call: ")[1].split()[0]),
+          "peak_mb": int(stdout.split("peak RSS: ")[1].split()[0]) / 1024}
+
+
+def main(argv):
+  del argv
+  if _MEASURE.value:
+    seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
+    return
+  import numpy as np
+  from tpu_graphs.export import native_library
+  for built in (RANK, *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
+    if not built.exists():
+      raise SystemExit(f"{built} is missing: bazel build //native:all")
+  with tempfile.TemporaryDirectory() as temporary:
+    temporary = pathlib.Path(temporary)
+    tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
+    tile_file.parent.mkdir(parents=True)
+    arrays = dict(np.load(locations.sample_path(TILE_GRAPH)))
+    np.savez(tile_file, **{name: value[:TILE_CONFIGS] if name.startswith("config") else value
+                           for name, value in arrays.items()})
+    tile = {}
+    for experiment, size in TILE_MODELS.items():
+      model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
+      tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
+      for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
+        start = time.perf_counter()
+        library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+        compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
+        tile[size][cpu] = {**measure("aot", model, tile_file, _CALLS.value), **compiled}
+    layout_model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
+    layout = {way: measure(way, layout_model, locations.sample_path(LAYOUT_GRAPH), _LAYOUT_CALLS.value)
+              for way in ("python", "capi")}
+  tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
+                         for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
+  rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
+  for size, measured in tile.items():
+    for way, name in WAYS.items():
+      rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
+                  f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
+  rows += ["", "| layout model (default size, pruned to its configurable ops) | per call (1,965 configs) | peak RSS |",
+           "|---|---:|---:|"]
+  rows += [f"| {WAYS[way]} | {measured['seconds']:.3f} s | {measured['peak_mb']:,.0f} MB |"
+           for way, measured in layout.items()]
+  rows += ["| AOT library | not compiled: pruning keeps a data-dependent number of ops | - |"]
+  rows += ["", "| size | bytes |", "|---|---:|"]
+  rows += [f"| tile model library, {size}, {cpu} (3 buckets, weights, XLA AOT runtime; compiled in "
+           f"{measured[cpu]['compile_s']:.0f} s) | {measured[cpu]['library_bytes']:,} |"
+           for size, measured in tile.items() for cpu in native_library.CPUS]
+  rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",
+           f"| TensorFlow libraries the C API loads (libtensorflow_cc.so.2, libtensorflow_framework.so.2) | "
+           f"{tensorflow_bytes:,} |"]
+  benchmark_results.write(
+      "native", f"Calling the model without Python: the real tile kernel {TILE_GRAPH.split('/')[-1]} (15 ops, first "
+      f"{TILE_CONFIGS} configs; median of {_CALLS.value} calls) and the real unet_3d.4x4.bf16 layout graph (median of "
+      f"{_LAYOUT_CALLS.value} calls), untrained models, each way in a fresh process", "\n".join(rows), _OUT.value)
+
+
+if __name__ == "__main__":
+  programs.run(main)

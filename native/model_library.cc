@@ -1,0 +1,149 @@
+// The C interface of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
+// one model, one class per size bucket (tpu_graphs/export/static_shapes.py). Compiled per model by
+// baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
+// bucket's header and defines TPU_GRAPHS_FOR_EACH_BUCKET(X) as X(class, nodes, edges, configs) per
+// bucket, smallest first.
+//
+// A compiled program cannot refuse its input, so the checks the SavedModel's plain signature makes
+// inside its graph (saved_model.checked_arrays) happen here, before any call.
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "tpu_graphs_model.h"
+#include TPU_GRAPHS_BUCKETS_HEADER
+
+namespace {
+
+constexpr int64_t kNodeFeatures = 140;
+constexpr int64_t kConfigFeatures = 24;
+
+int Fail(int status, char* message, size_t message_size, const char* format, ...) {
+  if (message != nullptr && message_size > 0) {
+    va_list arguments;
+    va_start(arguments, format);
+    std::vsnprintf(message, message_size, format, arguments);
+    va_end(arguments);
+  }
+  return status;
+}
+
+// The index of the first non-finite value of values[0, count), or -1.
+// A library compiled for x86-64-v3 (baselines/compile_native.py --cpu) runs AVX2 and FMA code.
+bool CpuCanRun() {
+#ifdef TPU_GRAPHS_REQUIRES_X86_64_V3
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return true;
+#endif
+}
+
+int64_t FirstNonFinite(const float* values, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) return i;
+  }
+  return -1;
+}
+
+int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
+               const int64_t* edge_index, int64_t num_configs, const float* config_feat, const float* scores,
+               char* message, size_t message_size) {
+  if (num_nodes < 1) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size,
+                "num_nodes is %lld: a kernel needs at least one op", static_cast<long long>(num_nodes));
+  }
+  if (num_edges < 0 || num_configs < 0) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "num_edges (%lld) and num_configs (%lld) must be >= 0",
+                static_cast<long long>(num_edges), static_cast<long long>(num_configs));
+  }
+  if (node_feat == nullptr || node_opcode == nullptr || (num_edges > 0 && edge_index == nullptr) ||
+      (num_configs > 0 && (config_feat == nullptr || scores == nullptr))) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "a null array with a positive count");
+  }
+  int64_t bad = FirstNonFinite(node_feat, num_nodes * kNodeFeatures);
+  if (bad >= 0) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "node_feat holds NaN or infinite values (op %lld, feature %lld)",
+                static_cast<long long>(bad / kNodeFeatures), static_cast<long long>(bad % kNodeFeatures));
+  }
+  for (int64_t i = 0; i < 2 * num_edges; ++i) {
+    if (edge_index[i] < 0 || edge_index[i] >= num_nodes) {
+      return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size,
+                  "edge_index row %lld names op %lld, outside [0, %lld)", static_cast<long long>(i / 2),
+                  static_cast<long long>(edge_index[i]), static_cast<long long>(num_nodes));
+    }
+  }
+  bad = FirstNonFinite(config_feat, num_configs * kConfigFeatures);
+  if (bad >= 0) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "config_feat holds NaN or infinite values (config %lld, feature %lld)",
+                static_cast<long long>(bad / kConfigFeatures), static_cast<long long>(bad % kConfigFeatures));
+  }
+  return TPU_GRAPHS_OK;
+}
+
+// Scores in the bucket of `Model`: the kernel's arrays are copied into the bucket's argument
+// buffers once, then the configs `configs` at a time. The rows past the counts are left as they
+// are: the program puts them in a filler graph component that the kernel's scores never read.
+template <class Model>
+int ScoreInBucket(int64_t configs, int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
+                  int64_t num_edges, const int64_t* edge_index, int64_t num_configs, const float* config_feat,
+                  float* scores, char* message, size_t message_size) {
+  thread_local Model model;  // one set of buffers per thread and bucket, reused between calls
+  std::memcpy(model.arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
+  std::memcpy(model.arg_feed_node_opcode_data(), node_opcode, num_nodes);
+  std::memcpy(model.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
+  *model.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
+  *model.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  for (int64_t start = 0; start < num_configs; start += configs) {
+    const int64_t count = num_configs - start < configs ? num_configs - start : configs;
+    std::memcpy(model.arg_feed_config_feat_data(), config_feat + start * kConfigFeatures,
+                sizeof(float) * count * kConfigFeatures);
+    *model.arg_feed_num_configs_data() = static_cast<int32_t>(count);
+    if (!model.Run()) {
+      return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
+                  model.error_msg().c_str());
+    }
+    std::memcpy(scores + start, model.result_fetch_scores_data(), sizeof(float) * count);
+  }
+  return TPU_GRAPHS_OK;
+}
+
+}  // namespace
+
+extern "C" void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges) {
+#define TPU_GRAPHS_LIMITS(Model, nodes, edges, configs) *max_nodes = nodes, *max_edges = edges;
+  TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_LIMITS)
+#undef TPU_GRAPHS_LIMITS
+}
+
+extern "C" int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
+                                     int64_t num_edges, const int64_t* edge_index, int64_t num_configs,
+                                     const float* config_feat, float* scores, char* message, size_t message_size) {
+  if (!CpuCanRun()) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size,
+                "this library was compiled for x86-64-v3 CPUs (AVX2, FMA) and this CPU lacks them; "
+                "compile the model with baselines/compile_native.py --cpu=x86-64");
+  }
+  const int checked = CheckInput(num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, config_feat,
+                                 scores, message, message_size);
+  if (checked != TPU_GRAPHS_OK) return checked;
+  try {
+#define TPU_GRAPHS_TRY_BUCKET(Model, nodes, edges, configs)                                                   \
+  if (num_nodes <= nodes && num_edges <= edges) {                                                              \
+    return ScoreInBucket<Model>(configs, num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, \
+                                config_feat, scores, message, message_size);                                   \
+  }
+    TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_TRY_BUCKET)
+#undef TPU_GRAPHS_TRY_BUCKET
+  } catch (const std::exception& error) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", error.what());
+  }
+  int64_t max_nodes = 0, max_edges = 0;
+  tpu_graphs_tile_limits(&max_nodes, &max_edges);
+  return Fail(TPU_GRAPHS_TOO_LARGE, message, message_size,
+              "the kernel has %lld ops and %lld edges; this model was compiled for at most %lld ops and %lld edges",
+              static_cast<long long>(num_nodes), static_cast<long long>(num_edges), static_cast<long long>(max_nodes),
+              static_cast<long long>(max_edges));
+}

@@ -1,0 +1,163 @@
+"""The model without Python (native/, docs/compiler.md): a tile model compiled into a C library
+(baselines/compile_native.py) and the SavedModel through TensorFlow's C API, both driven by the
+native ranker (//native:rank, a fresh process), rank real sample files as the Python SavedModel does.
+
+Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
+test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import sample_data
+from tpu_graphs.data import graphs, npz
+from tpu_graphs.export import native_library, saved_model, static_shapes, untrained
+
+REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
+                   "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",  # 52 ops, 1,282 configs
+                   "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz")  # 65 ops, 2,951 configs
+REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
+                     "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")  # 21,918 ops
+TOP = 5
+
+
+def _built(relative: str) -> pathlib.Path:
+  """A file Bazel builds: in this test's runfiles under Bazel, else in the checkout's bazel-bin/."""
+  runfiles = pathlib.Path(os.environ.get("TEST_SRCDIR", "/nonexistent")) / "tpu_graphs_workspace" / relative
+  built = pathlib.Path(__file__).resolve().parents[1] / "bazel-bin" / relative
+  for path in (runfiles, built):
+    if path.exists():
+      return path
+  pytest.fail(f"{relative} is not built: bazel build //native:rank //native:xla_aot_runtime")
+
+
+@pytest.fixture(scope="module")
+def tile_export(tmp_path_factory):
+  """A tile model's export with its native library compiled (export/native/)."""
+  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2)
+  native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
+  return export_dir
+
+
+def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
+  return subprocess.run([str(_built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
+                         f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False)
+
+
+def _python_scores(export_dir, graph: graphs.Graph) -> np.ndarray:
+  """The Python SavedModel's scores of every config (the plain signature, as baselines/rank.py calls it)."""
+  serve = tf.saved_model.load(str(export_dir)).signatures[saved_model.PLAIN_SIGNATURE]
+  config_arrays = {"config_feat": graph.config_feat} if isinstance(graph, graphs.TileGraph) else {
+      "node_config_ids": graph.node_config_ids, "node_config_feat": graph.node_config_feat}
+  return serve(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+               **config_arrays)["scores"].numpy()
+
+
+def _assert_same_ranking(written: pathlib.Path, graph: graphs.Graph, expected: np.ndarray) -> None:
+  """The JSON of baselines/rank.py --json; every listed score within 1e-4 relative of the Python
+  SavedModel's, and the listed configs its best, except where scores tie within that tolerance."""
+  [entry] = json.loads(written.read_text())
+  assert (entry["id"], entry["collection"], entry["num_configs"]) == (graph.graph_id, graph.collection, expected.size)
+  best = [item["config"] for item in entry["best"]]
+  scores = np.array([item["score"] for item in entry["best"]])
+  tolerance = 1e-4 * np.abs(expected).max()
+  np.testing.assert_allclose(scores, expected[best], rtol=1e-4, atol=tolerance)
+  cutoff = np.sort(expected)[len(best) - 1]
+  assert len(best) == min(TOP, expected.size) and all(expected[i] <= cutoff + tolerance for i in best)
+  assert np.all(np.diff(scores) >= 0)
+
+
+@pytest.mark.parametrize("relative", REAL_TILE_FILES)
+@pytest.mark.parametrize("mode", ["aot", "capi"])
+def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, relative, mode, tmp_path):
+  path = sample_data.require_sample(relative)
+  graph = npz.read_graph(path)
+  result = _rank(mode, tile_export, path, tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
+
+
+def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
+  library = tile_export / "native" / native_library.LIBRARY_NAME
+  linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
+  assert "libstdc++" in linked and "tensorflow" not in linked
+  exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                            check=True).stdout.split()
+  assert sorted(name for name in exported if name.startswith("tpu_graphs")) == ["tpu_graphs_score_tile",
+                                                                               "tpu_graphs_tile_limits"]
+  compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
+  assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
+
+
+@pytest.fixture(scope="module")
+def layout_export(tmp_path_factory):
+  """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours."""
+  return untrained.export_untrained("layout:xla:default", tmp_path_factory.mktemp("layout"), units=16, layers=2,
+                                    prune_hops=1)
+
+
+@pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
+def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, relative, tmp_path):
+  path = sample_data.require_sample(relative)
+  export_dir = layout_export
+  graph = npz.read_graph(path)
+  result = _rank("capi", export_dir, path, tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(export_dir, graph))
+
+
+def _tile_file(folder: pathlib.Path, nodes: int = 4, **replaced) -> pathlib.Path:
+  """A tile npz under folder/tile/xla/test/ with a chain of `nodes` ops, arrays replaced as given."""
+  arrays = {"node_feat": np.ones([nodes, graphs.NODE_FEATURE_WIDTH], np.float32),
+            "node_opcode": (np.arange(nodes) % 200).astype(np.uint8),
+            "edge_index": np.stack([np.arange(1, nodes), np.arange(nodes - 1)], 1).astype(np.int64),
+            "config_feat": np.ones([3, graphs.TILE_CONFIG_FEATURE_WIDTH], np.float32), **replaced}
+  configs = len(arrays["config_feat"])
+  arrays.update(config_runtime=np.zeros([configs], np.int64), config_runtime_normalizers=np.ones([configs], np.int64))
+  path = folder / "tile" / "xla" / "test" / "kernel.npz"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  np.savez_compressed(path, **arrays)
+  return path
+
+
+@pytest.mark.parametrize("replaced, modes, message", [
+    ({"nodes": 600}, ["aot"], "the kernel has 600 ops and 599 edges; this model was compiled for at most 512 ops"),
+    ({"config_feat": np.full([3, 24], np.nan, np.float32)}, ["aot", "capi"], "config_feat holds NaN or infinite"),
+    ({"edge_index": np.array([[1, 0], [9, 2]])}, ["aot"], "edge_index row 1 names op 9, outside"),
+    ({"edge_index": np.array([[1, 0], [9, 2]])}, ["capi"], "edge_index holds a node index >= the number of nodes"),
+    ({"node_opcode": np.zeros([4], np.int32)}, ["aot", "capi"], "'node_opcode' must be |u1"),
+])
+def test_bad_input_gets_an_error_naming_the_problem(tile_export, tmp_path, replaced, modes, message):
+  path = _tile_file(tmp_path, **replaced)
+  for mode in modes:
+    result = _rank(mode, tile_export, path, tmp_path / "best.json")
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    assert message in result.stderr and not (tmp_path / "best.json").exists()
+
+
+def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
+  largest = static_shapes.TILE_BUCKETS[-1]
+  path = _tile_file(tmp_path, nodes=largest.nodes, config_feat=np.random.default_rng(0).integers(
+      1, 64, [300, graphs.TILE_CONFIG_FEATURE_WIDTH]).astype(np.float32))
+  result = _rank("aot", tile_export, path, tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  graph = npz.read_graph(path)
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
+
+
+def test_damaged_file_is_refused_naming_it(tile_export, tmp_path):
+  path = _tile_file(tmp_path)
+  path.write_bytes(path.read_bytes()[:-200])
+  result = _rank("aot", tile_export, path, tmp_path / "best.json")
+  assert result.returncode == 1 and f"rank: error: {path}: " in result.stderr
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))

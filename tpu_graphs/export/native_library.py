@@ -1,0 +1,130 @@
+"""A trained tile model as one native shared library with a C interface, as LLVM's MLGO release
+mode embeds its policies: the SavedModel's static signatures (static_shapes.py) compiled ahead of
+time by XLA, the weights frozen into the program, linked with the XLA AOT runtime into
+
+    <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
+    <export>/native/tpu_graphs_model.h       runtime (ldd lists libstdc++, libm, libc)
+    <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
+    <export>/native/buckets.json             the buckets compiled in, and the sources
+
+    compile_model_library("out/tiles/export", "bazel-bin/native")   # any x86-64 CPU
+    compile_model_library("out/tiles/export", "bazel-bin/native", cpu="x86-64-v3")
+
+The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
+per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the oldest x86-64 the
+library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
+(AVX2, FMA) scores 2-3x as fast as plain x86-64 (benchmarks/native.py). Compiling takes each
+bucket's signature through `saved_model_cli aot_compile_cpu`'s own function (one TensorFlow start
+for every bucket), then g++: 5 to 50 seconds for a small model, depending on the machine's load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+from typing import Union
+
+from tpu_graphs.data import errors, storage
+from tpu_graphs.export import static_shapes
+
+NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
+LIBRARY_NAME = "libtpu_graphs_model.so"
+HEADER_NAME = "tpu_graphs_model.h"
+NATIVE_DIR_NAME = "native"
+# CPU level -> (LLVM CPU of the model's code, the runtime archive built for it in the Bazel output).
+CPUS = {"x86-64": ("", "libxla_aot_runtime.a"), "x86-64-v3": ("haswell", "libxla_aot_runtime_x86_64_v3.a")}
+_SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
+# Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
+# a compiler that links its own XLA does not clash with them.
+_EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
+
+
+def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[static_shapes.Bucket]:
+  """The static tile signatures of a SavedModel, smallest first. Raises errors.InputError where
+  it has none (a layout model, or a tile model exported before static signatures existed)."""
+  from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
+  names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
+  buckets = sorted((static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names)
+                    if match), key=lambda bucket: (bucket.nodes, bucket.edges))
+  if not buckets:
+    raise errors.InputError(f"{export_dir}: no static tile signatures (static_tile_n*_e*_c*): only tile models "
+                            "exported by this version compile to a native library; layout models are served "
+                            "through the C API (native/rank --mode=capi)")
+  return buckets
+
+
+def _class_name(bucket: static_shapes.Bucket) -> str:
+  return f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}"
+
+
+def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], aot_dir: pathlib.Path,
+                        target_cpu: str) -> None:
+  """One header and object per bucket, as `saved_model_cli aot_compile_cpu` writes them (frozen
+  weights, single-threaded, for LLVM's `target_cpu`; "" is any x86-64)."""
+  from tensorflow.python.tools import saved_model_aot_compile, saved_model_utils  # pylint: disable=g-import-not-at-top
+  meta_graph = saved_model_utils.get_meta_graph_def(export_dir, "serve")
+  for bucket in buckets:
+    saved_model_aot_compile.aot_compile_cpu_meta_graph_def(
+        checkpoint_path=os.path.join(export_dir, "variables", "variables"), meta_graph_def=meta_graph,
+        output_prefix=str(aot_dir / _class_name(bucket)), signature_def_key=bucket.signature_name,
+        cpp_class=f"tpu_graphs_native::{_class_name(bucket)}", target_triple="x86_64-pc-linux", target_cpu=target_cpu)
+
+
+def _buckets_header(buckets: list[static_shapes.Bucket]) -> str:
+  includes = "".join(f'#include "aot/{_class_name(bucket)}.h"\n' for bucket in buckets)
+  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {b.nodes}, {b.edges}, {b.configs})" for b in buckets)
+  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define TPU_GRAPHS_FOR_EACH_BUCKET(X) {entries}\n"
+
+
+def _link(work: pathlib.Path, buckets: list[static_shapes.Bucket], runtime_archive: pathlib.Path,
+          include_dir: pathlib.Path, cpu: str) -> None:
+  (work / "buckets.h").write_text(_buckets_header(buckets))
+  (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
+  objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
+  cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
+  command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
+             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
+             "-o", str(work / LIBRARY_NAME), str(NATIVE_SOURCES / "model_library.cc"), *objects,
+             str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
+  result = subprocess.run(command, capture_output=True, text=True, check=False)
+  if result.returncode != 0:
+    missing = sorted(set(re.findall(r"undefined reference to `(__xla_cpu_runtime_\w+)", result.stderr)))
+    hint = (f"\nthe model calls XLA runtime kernels the runtime archive leaves out: {', '.join(missing)}; add their "
+            "source files to xla_aot_runtime in third_party/tensorflow_wheel.BUILD") if missing else ""
+    raise RuntimeError(f"linking {LIBRARY_NAME} failed: {' '.join(command)}\n{result.stderr[-4000:]}{hint}")
+  for scratch in ("buckets.h", "exported.map"):
+    (work / scratch).unlink()
+
+
+def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike],
+                          cpu: str = "x86-64") -> pathlib.Path:
+  """Writes <export_dir>/native/ (see the module docstring) for CPUs of level `cpu` and up, with
+  the runtime archive of that level from `runtime_dir` (bazel-bin/native); returns the library's path."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if cpu not in CPUS:
+    raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")
+  target_cpu, archive_name = CPUS[cpu]
+  export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_dir) / archive_name
+  if not runtime_archive.is_file():
+    raise errors.InputError(f"{runtime_archive}: no XLA AOT runtime archive; build it with `bazel build //native:all`")
+  buckets = compiled_buckets(export_dir)
+  include_dir = pathlib.Path(tf.__file__).parent / "include"
+
+  def write(path: str) -> None:
+    work = pathlib.Path(path)
+    (work / "aot").mkdir(parents=True)
+    _compile_signatures(export_dir, buckets, work / "aot", target_cpu)
+    _link(work, buckets, runtime_archive, include_dir, cpu)
+    shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
+    (work / "buckets.json").write_text(json.dumps({
+        "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
+        "buckets": [{"signature": b.signature_name, "nodes": b.nodes, "edges": b.edges, "configs": b.configs}
+                    for b in buckets]}, indent=1) + "\n")
+
+  native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
+  storage.atomic_directory(native_dir, write)
+  return pathlib.Path(native_dir) / LIBRARY_NAME
