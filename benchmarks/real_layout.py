@@ -65,15 +65,6 @@ ABLATION = (("raw layout values", ["--config_encodings="]), ("+ categories", ["-
             ("+ costs", ["--config_encodings=categories,costs"]))
 
 
-def labelled_layout_files(root: pathlib.Path) -> list[pathlib.Path]:
-  """Layout npz files under `root` whose configs all carry measured runtimes."""
-  found = []
-  for path in sorted(root.rglob("*.npz")):
-    if "/layout/" in str(path) and npz.read_graph(path, stream_configs=True).config_runtime.min() > 0:
-      found.append(path)
-  return found
-
-
 def value_share_features(graph: graphs.LayoutGraph) -> np.ndarray:
   """(c, 18 * 7): per value position, the share of configurable nodes whose value is -1, 0, .., 5."""
   values = np.clip(np.rint(np.asarray(graph.node_config_feat)), -1, 5).astype(np.int64) + 1  # (c, nc, 18)
@@ -185,7 +176,7 @@ def plot(rows: list[tuple[str, dict[str, list[float]]]], path: pathlib.Path) -> 
 
 def main(argv):
   del argv
-  files = [pathlib.Path(f) for f in _FILES.value] if _FILES.value else labelled_layout_files(locations.sample_path())
+  files = [pathlib.Path(f) for f in _FILES.value] if _FILES.value else config_split.labelled_layout_files(locations.sample_path())
   if not files:
     sys.exit(f"real_layout: no labelled layout files in {locations.sample_dir()}")
   repository = locations.REPOSITORY

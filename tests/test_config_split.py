@@ -39,5 +39,13 @@ def test_unlabelled_files_cannot_be_split(tmp_path):
     config_split.write_config_split(npz.read_graph(path), tmp_path, seed=0)
 
 
+def test_only_layout_files_with_every_runtime_measured_count_as_labelled(tmp_path):
+  sample = sample_data.require_sample("npz")
+  found = config_split.labelled_layout_files(sample)
+  # The sample's layout test files carry zero runtimes; its tile files are no layout files.
+  assert [path.stem for path in found] == ["unet3d", "unet_3d.4x4.bf16"]
+  assert config_split.labelled_layout_files(tmp_path) == []
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

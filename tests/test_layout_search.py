@@ -1,5 +1,5 @@
 """Layout-search statistics: layouts per configurable node, modal fraction, runtime spread, ops off
-their modal layout."""
+their modal layout, largest single-op effect."""
 
 import sys
 
@@ -69,7 +69,20 @@ def test_file_statistics_are_means_over_nodes_and_the_runtime_spread():
 
 def test_unlabelled_files_have_no_runtime_spread():
   found = layout_search.layout_search_statistics(layout_test_data.layout_graph(_rows((1, 0), (0, 1)), [0, 0]))
-  assert found.runtime_spread is None and found.distinct_layouts == 2.0
+  assert found.runtime_spread is None and found.largest_op_effect is None and found.distinct_layouts == 2.0
+
+
+def test_the_largest_op_effect_compares_geometric_means_of_well_sampled_layouts():
+  many = layout_search.MIN_CONFIGS_PER_LAYOUT
+  # Node 0: layouts a / b, geometric means 10 and 40 (4x); node 1: its second layout is taken
+  # by too few configs to count.
+  node0 = np.repeat([0, 1], [2 * many, 2 * many])
+  runtimes = np.where(node0 == 0, np.tile([5.0, 20.0], 2 * many), np.tile([20.0, 80.0], 2 * many))
+  node1 = np.zeros(4 * many, np.int64)
+  node1[:many - 1] = 1
+  categories = np.stack([node0, node1], axis=1)
+  assert layout_search.largest_op_effect(categories, runtimes) == pytest.approx(4.0)
+  assert layout_search.largest_op_effect(categories[:, 1:], runtimes) == 1.0
 
 
 def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_of_the_time():
@@ -78,6 +91,8 @@ def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_
   assert found.distinct_layouts == pytest.approx(5.18, abs=0.01)
   assert found.modal_fraction == pytest.approx(0.659, abs=0.001)
   assert found.runtime_spread == pytest.approx(3.05, abs=0.01)
+  # One convolution's layouts move unet3d's runtime 3x (issue #26).
+  assert found.largest_op_effect == pytest.approx(3.03, abs=0.01)
 
 
 if __name__ == "__main__":

@@ -56,3 +56,10 @@ def write_config_split(graph: graphs.LayoutGraph, root: Union[str, pathlib.Path]
     part = select_configs(graph, chosen, split, hide_runtimes=split == "test")
     npz.write_graph(collection_dir / split / f"{graph.graph_id}.npz", part)
   return rows
+
+
+def labelled_layout_files(root: Union[str, pathlib.Path]) -> list[pathlib.Path]:
+  """Layout npz files under `root` whose configs all carry measured runtimes: the files a config
+  split (or any scoring against runtimes) can use."""
+  return [path for path in sorted(pathlib.Path(root).rglob("*.npz"))
+          if "/layout/" in str(path) and npz.read_graph(path, stream_configs=True).config_runtime.min() > 0]

@@ -1,0 +1,177 @@
+"""Generated against real: does a layout model trained only on generated programs rank real ones?
+
+  python benchmarks/sim_to_real.py                       # xla default + random generated programs
+  python benchmarks/sim_to_real.py --sources xla,nlp --experiment layout
+
+The generated data (--data_dir, default the embedded tree) is only useful if what a model learns
+from it holds on real measurements. Rankers, each scored on every labelled real layout file of
+the sample (Kendall tau, top-1 and top-10 slowdown of the configs it ranks first):
+
+* generated only: `baselines/layout_train.py --experiment <--experiment>` trained on the
+  generated layout train programs of --sources (default and random search side by side) and
+  selected on their valid programs; it ranks every config of every real file, whose runtimes it
+  never sees (their copies in its test split hold zeros; they are scored here);
+* real (first --across file): the same experiment trained on a config split of that real file
+  (train half, selecting on its valid quarter); it ranks the split's test quarter and every
+  config of the other real files (the cross-program row of benchmarks/real_layout.py);
+* random: a seeded random order, what a ranker that learned nothing scores.
+
+Writes a Markdown table with the machine, date and command to --out (and prints it). Each
+ranker's scores are appended to a .jsonl beside --out as soon as they are known, and a rerun
+after a kill trains only what is missing (delete it to measure anew).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+from absl import flags
+
+from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+
+from tpu_graphs import benchmark_results
+from tpu_graphs.data import config_split, graphs, locations, npz, predictions
+from tpu_graphs.train import metrics
+
+_DATA_DIR = flags.DEFINE_string("data_dir", str(locations.EMBEDDED_NPZ.parent),
+                                "A generated tree (baselines/generate.py): its npz/ is read.")
+_SOURCES = flags.DEFINE_list("sources", ["xla"], "Generated layout sources to train on (xla, nlp).")
+_EXPERIMENT = flags.DEFINE_string("experiment", "quickstart", "The experiment layout_train.py starts from.")
+_ACROSS = flags.DEFINE_string("across", "unet3d", "The real file the real-trained ranker learns from.")
+_SEED = flags.DEFINE_integer("seed", 0, "Training seed, config split seed and random ranking seed.")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("sim_to_real")), "Markdown table to write.")
+SEARCHES = ("default", "random")
+GENERATED = "generated only"
+RANDOM = "random"
+
+
+def link(source: pathlib.Path, target: pathlib.Path) -> None:
+  target.parent.mkdir(parents=True, exist_ok=True)
+  target.symlink_to(source.resolve())
+
+
+def write_unlabelled(graph: graphs.LayoutGraph, path: pathlib.Path) -> None:
+  """The graph with every config and zero runtimes: what a ranker may see of a file it ranks."""
+  npz.write_graph(path, config_split.select_configs(graph, np.arange(graph.num_configs), "test", hide_runtimes=True))
+
+
+def train_and_rank(data_root: pathlib.Path, run_dir: pathlib.Path) -> dict[str, np.ndarray]:
+  """Trains layout_train.py on <data_root>/layout/xla/default; {test graph id: (c,) scores, 0 = predicted fastest}."""
+  command = [sys.executable, str(locations.REPOSITORY / "baselines/layout_train.py"), "--source=xla",
+             "--search=default", f"--experiment={_EXPERIMENT.value}", f"--data_root={data_root}",
+             f"--out_dir={run_dir}", f"--seed={_SEED.value}"]
+  locations.run_with_tree(command, locations.REPOSITORY)
+  test_dir = data_root / "layout" / "xla" / "default" / "test"
+  sizes = {path.stem: npz.read_graph(path, stream_configs=True).num_configs for path in test_dir.glob("*.npz")}
+  scores = {}
+  for prediction in predictions.read_predictions(run_dir / "predictions.csv"):
+    try:
+      scores[prediction.graph_id] = prediction.positions(sizes[prediction.graph_id])
+    except ValueError as error:
+      raise ValueError(f"{run_dir / 'predictions.csv'}: {error}") from None
+  return scores
+
+
+def generated_tree(root: pathlib.Path, real: dict[str, graphs.LayoutGraph]) -> pathlib.Path:
+  """An npz tree whose layout:xla:default train / valid splits hold the generated programs of
+  --sources (both searches; files renamed <source>_<search>_<program>) and whose test split holds
+  the real files, unlabelled."""
+  generated = pathlib.Path(_DATA_DIR.value) / "npz" / "layout"
+  collection = root / "layout" / "xla" / "default"
+  for source in _SOURCES.value:
+    for search in SEARCHES:
+      for split in ("train", "valid"):
+        for path in sorted((generated / source / search / split).glob("*.npz")):
+          link(path, collection / split / f"{source}_{search}_{path.name}")
+  if not any((collection / "train").glob("*.npz")) or not any((collection / "valid").glob("*.npz")):
+    raise FileNotFoundError(f"{generated}: no generated layout train and valid files of sources {_SOURCES.value}")
+  for graph_id, graph in real.items():
+    write_unlabelled(graph, collection / "test" / f"{graph_id}.npz")
+  return root
+
+
+def real_tree(root: pathlib.Path, real: dict[str, graphs.LayoutGraph]) -> tuple[pathlib.Path, np.ndarray]:
+  """An npz tree holding a config split of the --across file (its test quarter unlabelled) and
+  every other real file unlabelled in the test split; and the test quarter's rows."""
+  source = real[_ACROSS.value]
+  rows = config_split.write_config_split(source, root, _SEED.value)
+  test_dir = pathlib.Path(root, *source.collection.split(":"), "test")
+  if source.collection != "layout:xla:default":
+    raise ValueError(f"{_ACROSS.value}: the real-trained ranker trains on layout:xla:default, not {source.collection}")
+  for graph_id, graph in real.items():
+    if graph_id != _ACROSS.value:
+      write_unlabelled(graph, test_dir / f"{graph_id}.npz")
+  return root, rows["test"]
+
+
+def scored(runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+  return {"tau": metrics.kendall_tau(runtimes, scores), "top1": metrics.top_k_slowdown(runtimes, scores, 1),
+          "top10": metrics.top_k_slowdown(runtimes, scores, 10), "configs": int(runtimes.size)}
+
+
+def main(argv):
+  del argv
+  real = {}
+  for path in config_split.labelled_layout_files(locations.sample_path()):
+    graph = npz.read_graph(path)
+    real[graph.graph_id] = graph
+  if not real:
+    sys.exit(f"sim_to_real: no labelled real layout files in {locations.sample_dir()}")
+  journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  results = {r["ranker"]: r for r in benchmark_results.read_journal(journal)}
+  real_ranker = f"real {_ACROSS.value}"
+
+  def record(result: dict) -> None:
+    results[result["ranker"]] = result
+    print(benchmark_results.append_to_journal(journal, result), flush=True)
+
+  with tempfile.TemporaryDirectory(prefix="sim_to_real_") as scratch:
+    scratch = pathlib.Path(scratch)
+    if GENERATED not in results:
+      start = time.perf_counter()
+      scores = train_and_rank(generated_tree(scratch / "generated", real), scratch / "generated_run")
+      record({"ranker": GENERATED, "seconds": time.perf_counter() - start, "sources": _SOURCES.value,
+              "files": {graph_id: scored(graph.runtimes(), scores[graph_id]) for graph_id, graph in real.items()}})
+    if real_ranker not in results and _ACROSS.value in real:
+      start = time.perf_counter()
+      root, test_rows = real_tree(scratch / "real", real)
+      scores = train_and_rank(root, scratch / "real_run")
+      files = {graph_id: scored(graph.runtimes(), scores[graph_id])
+               for graph_id, graph in real.items() if graph_id != _ACROSS.value}
+      files[_ACROSS.value] = scored(real[_ACROSS.value].runtimes()[test_rows], scores[_ACROSS.value])
+      record({"ranker": real_ranker, "seconds": time.perf_counter() - start, "files": files})
+    if RANDOM not in results:
+      rng = np.random.default_rng(_SEED.value)
+      record({"ranker": RANDOM, "seconds": 0.0, "files": {
+          graph_id: scored(graph.runtimes(), rng.permutation(graph.num_configs).astype(np.float64))
+          for graph_id, graph in real.items()}})
+  rankers = [name for name in (GENERATED, real_ranker, RANDOM) if name in results]
+  data_dir = pathlib.Path(_DATA_DIR.value).resolve()
+  if data_dir.is_relative_to(locations.REPOSITORY):
+    data_dir = data_dir.relative_to(locations.REPOSITORY)
+  lines = [f"Experiment `{_EXPERIMENT.value}`, seed {_SEED.value}. {GENERATED}: trained on the generated layout "
+           f"train programs of {', '.join(_SOURCES.value)} ({' and '.join(SEARCHES)} search) under {data_dir}, "
+           f"selected on their valid programs, ranking every config of each real file. {real_ranker}: trained on a "
+           f"config split of {_ACROSS.value} (train half, valid quarter), ranking its test quarter and every config "
+           "of the other files. Per real file: Kendall tau / top-1 slowdown / top-10 slowdown (configs ranked).", "",
+           "| ranker | " + " | ".join(f"{graph_id} ({graph.num_configs} configs, spread "
+                                      f"{graph.runtimes().max() / graph.runtimes().min():.3f}x)" for graph_id, graph
+                                      in real.items()) + " | seconds |",
+           "|---|" + "---:|" * (len(real) + 1)]
+  for ranker in rankers:
+    cells = []
+    for graph_id in real:
+      found = results[ranker]["files"].get(graph_id)
+      cells.append("-" if found is None else f"{found['tau']:.3f} / {found['top1']:.1%} / {found['top10']:.1%}"
+                   + ("" if found["configs"] == real[graph_id].num_configs else f" ({found['configs']} configs)"))
+    lines.append(f"| {ranker} | " + " | ".join(cells) + f" | {results[ranker]['seconds']:.0f} |")
+  benchmark_results.write("sim_to_real", "Ranking real layout configs after training on generated programs",
+                          "\n".join(lines), pathlib.Path(_OUT.value))
+
+
+if __name__ == "__main__":
+  programs.run(main)
