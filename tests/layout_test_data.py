@@ -6,7 +6,8 @@ from tpu_graphs.data import graphs
 
 
 def layout_graph(node_config_feat: np.ndarray, runtimes) -> graphs.LayoutGraph:
-  """A validated layout:xla:random train graph of nc unconnected ops, all configurable.
+  """A validated layout:xla:random graph of nc unconnected ops, all configurable: a train graph, or
+  a test graph when every runtime is 0 (the reader refuses unmeasured train graphs).
 
   Args:
     node_config_feat: (c, nc, 18) config features.
@@ -22,4 +23,5 @@ def layout_graph(node_config_feat: np.ndarray, runtimes) -> graphs.LayoutGraph:
       "config_runtime": np.asarray(runtimes, np.int64),
       "node_splits": np.array([[0]], np.int64),
   }
-  return graphs.validate_graph("built", "built", "layout:xla:random", "train", arrays)
+  split = "train" if np.any(arrays["config_runtime"] > 0) else "test"
+  return graphs.validate_graph("built", "built", "layout:xla:random", split, arrays)
