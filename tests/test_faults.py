@@ -562,7 +562,7 @@ CASES = [
          r"--learning_rate: learning rate nan is not a positive finite number"),
     Case("tiles_train_negative_loss_weight", "tiles_train", _flags("--loss=listmle:1,mse:-0.5", "--out_dir={case}/run"),
          r"--loss: loss weight '-0.5' of 'mse' .* is not a finite number >= 0"),
-    Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet,bogus", "--output_dir={case}/gen"),
+    Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet50,bogus", "--output_dir={case}/gen"),
          r"--architectures: unknown architecture\(s\) 'bogus'"),
     Case("convert_beam_unknown_pipeline_option", "convert_beam",
          _flags("--input_dir={embedded}", "--output_dir={case}/records", "--", "--direct_num_workerz=2"),

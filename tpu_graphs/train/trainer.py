@@ -137,7 +137,7 @@ def _tensors_readable(prefix: str) -> Optional[str]:
     reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # load_checkpoint takes ram:// prefixes for folders
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
-  except (tf.errors.OpError, ValueError) as error:
+  except (tf.errors.OpError, ValueError, IndexError, RuntimeError) as error:  # IndexError: data file too short
     return str(getattr(error, "message", error)).splitlines()[0]
   return None
 
@@ -148,8 +148,9 @@ def newest_intact_checkpoint(directory) -> Optional[str]:
   manager keeps the previous one until the next is complete). Raises RunDirectoryError if there
   are checkpoints but none is intact.
 
-  The checkpoint state file is rewritten to name what was found: TensorFlow ignores a damaged
-  one, which would silently restart the run from its first epoch.
+  The checkpoint state file is rewritten to name what was found where it names something else or
+  is damaged: TensorFlow ignores a damaged one, which would silently restart the run from its
+  first epoch.
   """
   numbers = sorted((int(match.group(1)) for name in tf.io.gfile.glob(storage.join(directory, "ckpt-*.index"))
                     if (match := re.fullmatch(r"ckpt-(\d+)\.index", storage.base_name(name)))), reverse=True)
@@ -160,8 +161,13 @@ def newest_intact_checkpoint(directory) -> Optional[str]:
     if problem is None:
       if damaged:
         logging.warning("%s; resuming from %s", "; ".join(damaged), prefix)
-      older = [storage.join(directory, f"ckpt-{n}") for n in sorted(numbers) if n <= number]
-      tf.compat.v1.train.update_checkpoint_state(directory, prefix, all_model_checkpoint_paths=older)
+      try:
+        state = tf.train.get_checkpoint_state(directory)
+      except (tf.errors.OpError, ValueError):
+        state = None
+      if state is None or state.model_checkpoint_path != prefix:
+        older = [storage.join(directory, f"ckpt-{n}") for n in sorted(numbers) if n <= number]
+        tf.compat.v1.train.update_checkpoint_state(directory, prefix, all_model_checkpoint_paths=older)
       return prefix
     damaged.append(f"{prefix}: damaged ({problem})")
   if damaged:
