@@ -355,7 +355,6 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   if config.batch_size % replicas:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by {replicas} replicas")
   storage.makedirs(out_dir)
-  _write_json(storage.join(out_dir, "config.json"), run_config)
   training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
                                           config.seed, config.steps_per_epoch)
   static_padding = None
@@ -383,6 +382,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   first_epoch = int(state["epoch"].numpy())
   history = read_history(out_dir, first_epoch)
   check_best_weights(out_dir, int(state["best_epoch"].numpy()))
+  _write_json(storage.join(out_dir, "config.json"), run_config)  # once the directory proved resumable
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     batches = strategy.distribute_datasets_from_function(
