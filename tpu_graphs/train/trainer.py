@@ -138,7 +138,7 @@ def _tensors_readable(prefix: str) -> Optional[str]:
     reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # load_checkpoint takes ram:// prefixes for folders
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
-  except (tf.errors.OpError, ValueError) as error:
+  except (tf.errors.OpError, ValueError, IndexError, RuntimeError) as error:  # IndexError: data file too short
     return str(getattr(error, "message", error)).splitlines()[0]
   return None
 
@@ -149,8 +149,9 @@ def newest_intact_checkpoint(directory) -> Optional[str]:
   manager keeps the previous one until the next is complete). Raises RunDirectoryError if there
   are checkpoints but none is intact.
 
-  The checkpoint state file is rewritten to name what was found: TensorFlow ignores a damaged
-  one, which would silently restart the run from its first epoch.
+  The checkpoint state file is rewritten to name what was found where it names something else or
+  is damaged: TensorFlow ignores a damaged one, which would silently restart the run from its
+  first epoch.
   """
   numbers = sorted((int(match.group(1)) for name in tf.io.gfile.glob(storage.join(directory, "ckpt-*.index"))
                     if (match := re.fullmatch(r"ckpt-(\d+)\.index", storage.base_name(name)))), reverse=True)
@@ -161,8 +162,13 @@ def newest_intact_checkpoint(directory) -> Optional[str]:
     if problem is None:
       if damaged:
         logging.warning("%s; resuming from %s", "; ".join(damaged), prefix)
-      older = [storage.join(directory, f"ckpt-{n}") for n in sorted(numbers) if n <= number]
-      tf.compat.v1.train.update_checkpoint_state(directory, prefix, all_model_checkpoint_paths=older)
+      try:
+        state = tf.train.get_checkpoint_state(directory)
+      except (tf.errors.OpError, ValueError):
+        state = None
+      if state is None or state.model_checkpoint_path != prefix:
+        older = [storage.join(directory, f"ckpt-{n}") for n in sorted(numbers) if n <= number]
+        tf.compat.v1.train.update_checkpoint_state(directory, prefix, all_model_checkpoint_paths=older)
       return prefix
     damaged.append(f"{prefix}: damaged ({problem})")
   if damaged:
@@ -367,7 +373,6 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   out_dir = config.out_dir  # a local path or a URL (gs://...): joined with storage.join
   replicas = strategy.num_replicas_in_sync
   storage.makedirs(out_dir)
-  _write_json(storage.join(out_dir, "config.json"), run_config)
   training_inputs = inputs.TrainingInputs(config.train_dir, task, config.batch_size, config.configs_per_graph,
                                           config.seed, config.steps_per_epoch)
   static_padding = None
@@ -395,6 +400,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   first_epoch = int(state["epoch"].numpy())
   history = read_history(out_dir, first_epoch)
   check_best_weights(out_dir, int(state["best_epoch"].numpy()))
+  _write_json(storage.join(out_dir, "config.json"), run_config)  # once the directory proved resumable
 
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     batches = strategy.distribute_datasets_from_function(
