@@ -707,10 +707,12 @@ def _with_value(array: np.ndarray, value: float) -> np.ndarray:
     ("valid", {"node_config_feat": _with_value(_layout_arrays()["node_config_feat"], 2.5)},
      r"'node_config_feat'\[0, 0, 5\] = 2.5 is not a layout value"),
     ("train", {"config_runtime": np.zeros(4, np.int64)}, r"'config_runtime' is all 0 \(nothing measured\) in the training"),
+    ("valid", {"config_runtime": np.array([0, 5, 6, 7], np.int64)},
+     r"'config_runtime' is 0 at config 0 \(1 of 4 configs\) in labelled split valid, while others are measured"),
     ("train", {"node_config_ids": np.zeros(0, np.int64), "node_config_feat": np.zeros((4, 0, 18), np.float32)},
      r"'node_config_ids' is empty: no node is configurable"),
 ], ids=["float64_beyond_float32", "layout_value_50", "layout_value_2_5", "unmeasured_training_graph",
-        "no_configurable_node"])
+        "partly_measured_validation_graph", "no_configurable_node"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["loaded", "streamed"])
 def test_reader_refuses_values_the_format_does_not_allow(tmp_path, split, replaced, message, streamed):
   path = tmp_path / "layout/xla/default" / split / "g.npz"
