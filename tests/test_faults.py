@@ -47,7 +47,7 @@ import tile_test_data
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs import beam_pipeline
-from tpu_graphs.data import convert, download, errors, graphs, locations, npz, storage
+from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
 from tpu_graphs.hlo import featurize
 from tpu_graphs.train import losses, metrics, scoring, tasks, trainer
 
@@ -836,6 +836,20 @@ def test_edited_shard_json_is_not_believed_and_the_shard_is_converted_again(tmp_
   shard_json.write_text(json.dumps(shard))
   summary = convert.convert_directory(npz_root, tmp_path / "records", progress=False)
   assert summary.graphs_written == 2 and shard_json.read_text() == written
+
+
+def test_edited_manifest_is_refused_when_records_are_read(tmp_path):
+  npz_root = tile_test_data.write_tile_tree(tmp_path, {"valid": 2}, num_configs=8)
+  convert.convert_directory(npz_root, tmp_path / "records", progress=False)
+  records_dir = tmp_path / "records/tile/xla/valid"
+  manifest = json.loads((records_dir / "manifest.json").read_text())
+  manifest["shards"][0]["graphs"][0]["chunks"] += 1  # readers would pair structures with wrong chunks
+  (records_dir / "manifest.json").write_text(json.dumps(manifest))
+  with pytest.raises(errors.InputError, match=r"manifest.json: shard 0 was edited since it was converted"):
+    readers.read_manifest(records_dir)
+  (records_dir / "manifest.json").write_text("{")
+  with pytest.raises(errors.InputError, match=r"manifest.json: damaged \(JSONDecodeError"):
+    readers.read_manifest(records_dir)
 
 
 class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
