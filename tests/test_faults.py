@@ -47,7 +47,7 @@ import tile_test_data
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs import beam_pipeline
-from tpu_graphs.data import convert, download, errors, graphs, locations, npz, storage
+from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
 from tpu_graphs.hlo import featurize
 from tpu_graphs.train import losses, metrics, scoring, tasks, trainer
 
@@ -707,10 +707,12 @@ def _with_value(array: np.ndarray, value: float) -> np.ndarray:
     ("valid", {"node_config_feat": _with_value(_layout_arrays()["node_config_feat"], 2.5)},
      r"'node_config_feat'\[0, 0, 5\] = 2.5 is not a layout value"),
     ("train", {"config_runtime": np.zeros(4, np.int64)}, r"'config_runtime' is all 0 \(nothing measured\) in the training"),
+    ("valid", {"config_runtime": np.array([0, 5, 6, 7], np.int64)},
+     r"'config_runtime' is 0 at config 0 \(1 of 4 configs\) in labelled split valid, while others are measured"),
     ("train", {"node_config_ids": np.zeros(0, np.int64), "node_config_feat": np.zeros((4, 0, 18), np.float32)},
      r"'node_config_ids' is empty: no node is configurable"),
 ], ids=["float64_beyond_float32", "layout_value_50", "layout_value_2_5", "unmeasured_training_graph",
-        "no_configurable_node"])
+        "partly_measured_validation_graph", "no_configurable_node"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["loaded", "streamed"])
 def test_reader_refuses_values_the_format_does_not_allow(tmp_path, split, replaced, message, streamed):
   path = tmp_path / "layout/xla/default" / split / "g.npz"
@@ -834,6 +836,20 @@ def test_edited_shard_json_is_not_believed_and_the_shard_is_converted_again(tmp_
   shard_json.write_text(json.dumps(shard))
   summary = convert.convert_directory(npz_root, tmp_path / "records", progress=False)
   assert summary.graphs_written == 2 and shard_json.read_text() == written
+
+
+def test_edited_manifest_is_refused_when_records_are_read(tmp_path):
+  npz_root = tile_test_data.write_tile_tree(tmp_path, {"valid": 2}, num_configs=8)
+  convert.convert_directory(npz_root, tmp_path / "records", progress=False)
+  records_dir = tmp_path / "records/tile/xla/valid"
+  manifest = json.loads((records_dir / "manifest.json").read_text())
+  manifest["shards"][0]["graphs"][0]["chunks"] += 1  # readers would pair structures with wrong chunks
+  (records_dir / "manifest.json").write_text(json.dumps(manifest))
+  with pytest.raises(errors.InputError, match=r"manifest.json: shard 0 was edited since it was converted"):
+    readers.read_manifest(records_dir)
+  (records_dir / "manifest.json").write_text("{")
+  with pytest.raises(errors.InputError, match=r"manifest.json: damaged \(JSONDecodeError"):
+    readers.read_manifest(records_dir)
 
 
 class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):

@@ -205,7 +205,7 @@ def _write_shard(collection: str, split: str, files, shard_dir, index: int, coun
       "structure_bytes": tf.io.gfile.stat(structure_path).length, "configs_bytes": tf.io.gfile.stat(configs_path).length,
       "graphs": entries,
   }
-  shard["content_sha256"] = _content_sha256(shard)
+  shard["content_sha256"] = shard_content_sha256(shard)
   _write_json(storage.join(shard_dir, _shard_name("shard", index, count, ".json")), shard)
   return shard
 
@@ -231,9 +231,10 @@ def _write_json(path, content) -> None:
   storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
 
 
-def _content_sha256(shard: dict) -> str:
+def shard_content_sha256(shard: dict) -> str:
   """sha256 of a shard json's content but this digest itself: counts the readers believe (configs,
-  chunks) are checked, not only the record files."""
+  chunks) are checked, not only the record files (here on a rerun, in readers.read_manifest when
+  records are read)."""
   content = {key: value for key, value in shard.items() if key != "content_sha256"}
   return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
@@ -250,7 +251,7 @@ def _finished_shard(json_path, settings: dict, sources: list[dict]) -> tuple[Opt
   if not isinstance(shard, dict) or shard.get("format_version") != FORMAT_VERSION or \
       shard.get("settings") != settings:
     return None, "written by another format version or with other settings"
-  if shard.get("content_sha256") != _content_sha256(shard):
+  if shard.get("content_sha256") != shard_content_sha256(shard):
     return None, "edited since it was written (its content_sha256 differs)"
   if [(g["source"], g["source_sha256"]) for g in shard.get("graphs", [])] != [(s["name"], s["sha256"]) for s in sources]:
     return None, "its source files changed"

@@ -246,8 +246,15 @@ def _check_runtimes(path, name: str, runtimes: np.ndarray, split: Optional[str])
 def _check_measured(path, runtimes: np.ndarray, split: Optional[str]) -> None:
   """A labelled graph whose runtimes are all 0 was never measured: refused for training (every
   list would be masked); in other labelled splits said here and left out of the metrics
-  (train/scoring.py counts it)."""
-  if split in (None, "test") or (runtimes > 0).any():
+  (train/scoring.py counts it). A labelled graph with some runtimes 0 is refused in any split:
+  a measured runtime is positive, and the slowdown metrics divide by the best one."""
+  if split in (None, "test"):
+    return
+  if (runtimes > 0).any():
+    if (runtimes == 0).any():  # the slowdown metrics divide by the best runtime
+      raise GraphFileError(path, f"'config_runtime' is 0 at config {int(np.argmin(runtimes))} "
+                           f"({int((runtimes == 0).sum())} of {runtimes.size} configs) in labelled split {split}, "
+                           "while others are measured; a measured runtime is positive")
     return
   if split == "train":
     raise GraphFileError(path, "'config_runtime' is all 0 (nothing measured) in the training split; "

@@ -24,16 +24,29 @@ from typing import Callable, Optional
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import convert, graphs, records, storage
+from tpu_graphs.data import convert, errors, graphs, records, storage
 
 
 def read_manifest(records_dir) -> dict:
-  """The manifest.json of one converted collection and split."""
+  """The manifest.json of one converted collection and split, refused (errors.InputError) if it is
+  damaged or its shard entries were edited since conversion: readers believe its config and chunk
+  counts, so a wrong count would silently drop or misalign configs."""
   path = storage.join(records_dir, "manifest.json")
   try:
-    return json.loads(storage.read_text(path))
+    manifest = json.loads(storage.read_text(path))
   except FileNotFoundError:
     raise FileNotFoundError(f"{path}: no manifest; convert the npz files first (baselines/convert.py)") from None
+  except (OSError, ValueError, tf.errors.OpError) as error:
+    raise errors.InputError(f"{path}: damaged ({type(error).__name__}: {error}); convert again "
+                            "(baselines/convert.py)") from None
+  shards = manifest.get("shards") if isinstance(manifest, dict) else None
+  if not isinstance(shards, list) or not all(isinstance(shard, dict) for shard in shards):
+    raise errors.InputError(f"{path}: damaged (no list of shards); convert again (baselines/convert.py)")
+  for index, shard in enumerate(shards):
+    if shard.get("content_sha256") != convert.shard_content_sha256(shard):
+      raise errors.InputError(f"{path}: shard {index} was edited since it was converted (its content_sha256 "
+                              "differs); convert again (baselines/convert.py)")
+  return manifest
 
 
 StructureTransform = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
