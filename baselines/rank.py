@@ -3,10 +3,15 @@
   python baselines/rank.py --model out/tiles/export --input kernel.npz
   python baselines/rank.py --model out/layout/export --input module_tuning_data.pb --top 10 --json best.json
   python baselines/rank.py --model out/tiles/export --input optimized_module.pb --kernels
+  python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100
 
 --model is a serving SavedModel (the export/ folder of a training run, see
 tpu_graphs/export/saved_model.py). A .pb input is featurized first (ModuleTuningData, TuningData
-or a bare HloModuleProto; --kernels: one tile graph per fusion of an optimized module). --json
+or a bare HloModuleProto; --kernels: one tile graph per fusion of an optimized module).
+--num_candidates: a bare HloModuleProto's own configs are replaced by candidates, as XLA's
+autotuners would try them (tpu_graphs/hlo/candidates.py): up to that many combinations of its
+ops' candidate layouts (config 0 the default), or with --kernels each fusion's candidate tile
+sizes; config i is candidate i, drawn with --seed. --json
 writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per graph.
 """
 
@@ -24,16 +29,21 @@ _INPUT = flags.DEFINE_string("input", None, "A TpuGraphs .npz file or an HLO .pb
 _TOP = flags.DEFINE_integer("top", 5, "How many of the best configs to print and write per graph.")
 _JSON = flags.DEFINE_string("json", None, "Also write the best configs of every graph to this JSON file.")
 _KERNELS = flags.DEFINE_bool("kernels", False, "For a bare HloModuleProto: rank the tile configs of each fusion.")
+_NUM_CANDIDATES = flags.DEFINE_integer(
+    "num_candidates", None, "For a bare HloModuleProto: rank up to this many candidate configs (layout "
+    "combinations, or with --kernels tile sizes per fusion) instead of the module's own.")
+_SEED = flags.DEFINE_integer("seed", 0, "Seed of the candidates drawn with --num_candidates.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
-programs.require_at_least(1, _TOP, _CONFIGS_PER_CALL)
+programs.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
 
 
 def main(argv):
   del argv
   programs.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
-  rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value)
+  rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value, num_candidates=_NUM_CANDIDATES.value,
+                             seed=_SEED.value)
   result = []
   for ranking in rankings:
     best = ranking.best(_TOP.value)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import from_tensorflow
 from tpu_graphs.synth import cost_model
@@ -21,9 +22,9 @@ def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
 
 
 def test_a_tensor_is_offered_its_default_and_at_most_one_alternative():
-  assert cost_model.candidate_layouts(3).tolist() == [[2, 1, 0]]
-  assert cost_model.candidate_layouts(3, (1, 2, 0)).tolist() == [[2, 1, 0], [1, 2, 0]]
-  assert cost_model.candidate_layouts(2, (1, 0)).tolist() == [[1, 0]]  # the default is no alternative
+  assert candidates.candidate_layouts(3).tolist() == [[2, 1, 0]]
+  assert candidates.candidate_layouts(3, (1, 2, 0)).tolist() == [[2, 1, 0], [1, 2, 0]]
+  assert candidates.candidate_layouts(2, (1, 0)).tolist() == [[1, 0]]  # the default is no alternative
 
 
 def test_a_forward_convolution_keeps_its_output_layout_and_may_swap_its_operands():

@@ -3,6 +3,7 @@
     ranker = Ranker("out/tiles/export")             # a SavedModel written by saved_model.export
     for ranking in ranker.rank_file("kernel.npz"):  # or an HLO .pb, featurized first
       print(ranking.best(5))                        # [(config index, score), ...] fastest first
+    ranker.rank_file("module.pb", num_candidates=100)  # candidate layouts of new code (candidates.py)
 
 Configs go to the model `configs_per_call` at a time and, for npz files, are read from disk one
 chunk at a time, so memory is bounded by the graph and one chunk, not by the number of configs.
@@ -14,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 import tensorflow as tf
 
 from tpu_graphs.data import errors, graphs, npz, records
 from tpu_graphs.export import saved_model
+from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 
 # Configs per call of the SavedModel, which prunes the graph once per call and scores the configs
@@ -81,16 +83,25 @@ class Ranker:
     scores = self.score(graph)
     return Ranking(graph.graph_id, graph.collection, scores, np.argsort(scores, kind="stable"))
 
-  def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False) -> list[Ranking]:
+  def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False,
+                num_candidates: Optional[int] = None, seed: int = 0) -> list[Ranking]:
     """Rankings of the graphs in a TpuGraphs .npz file (one) or an HLO .pb file.
 
     A .pb file goes through featurize.graphs_from_file (`kernels`: one tile graph per fusion of an
-    optimized HloModuleProto). Raises graphs.GraphFileError naming the
-    file for unreadable input.
+    optimized HloModuleProto). With `num_candidates`, a bare HloModuleProto is given candidate
+    configs to rank instead of its own (candidates.candidate_graphs_from_file: up to that many
+    layout combinations, or with `kernels` tile sizes per fusion, drawn with `seed`); config i of
+    a ranking is then candidate i, whose layouts or tile sizes the graph's config features hold.
+    Raises graphs.GraphFileError naming the file for unreadable input.
     """
     path = pathlib.Path(path)
     if path.suffix == ".npz":
+      if num_candidates is not None:
+        raise errors.InputError(f"{path}: an npz file carries its own configs; candidates are generated "
+                                "for an HLO module (.pb)")
       found = [npz.read_graph(path, stream_configs=True)]
+    elif num_candidates is not None:
+      found = candidates.candidate_graphs_from_file(path, num_candidates, kernels=kernels, seed=seed)
     else:
       found = featurize.graphs_from_file(path, kernels=kernels)
     return [self.rank(graph) for graph in found]

@@ -365,16 +365,18 @@ def _called_computations(computations: dict, roots) -> list[int]:
   return ordered
 
 
-def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProto]:
+def kernel_modules(module: hlo_pb2.HloModuleProto, source: Optional[str] = None) -> list[hlo_pb2.HloModuleProto]:
   """One module per fusion instruction of `module`, shaped like the release's kernel modules.
 
   Each holds the computations the fusion calls (transitively, callees first) and an entry
   computation named after the fusion: one parameter per distinct operand, and the fusion as root.
+  `source` (a file) is what errors name; defaults to the module.
 
   Raises:
-    graphs.GraphFileError: the module is malformed (check_module) or has no fusion (e.g. it was not optimized).
+    graphs.GraphFileError: the module is malformed (check_module) or has no fusion (it was not optimized).
   """
-  check_module(module, f"HLO module {module.name!r}")
+  source = source or f"HLO module {module.name!r}"
+  check_module(module, source)
   computations = {c.id: c for c in module.computations}
   instructions = {i.id: i for c in module.computations for i in c.instructions}
   fusions = [(c, i) for c in module.computations for i in c.instructions if i.opcode == "fusion"]
@@ -382,7 +384,10 @@ def kernel_modules(module: hlo_pb2.HloModuleProto) -> list[hlo_pb2.HloModuleProt
   fused = set(_called_computations(computations, [cid for _, i in fusions for cid in i.called_computation_ids]))
   fusions = [fusion for computation, fusion in fusions if computation.id not in fused]
   if not fusions:
-    raise graphs.GraphFileError(f"HLO module {module.name!r}", "has no fusion instruction to make a kernel of")
+    named = "" if f"{module.name!r}" in source else f"module {module.name!r} "
+    raise graphs.GraphFileError(source, f"{named}has no fusion instruction to make a kernel of: kernels need the "
+                                "optimized HLO (stage='optimized_hlo_serialized'), not the unoptimized one "
+                                "(stage='hlo_serialized')")
   next_id = 1 + max(instructions)
   kernels = []
   for fusion in fusions:
@@ -489,5 +494,5 @@ def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> li
   if isinstance(proto, tuning_pb2.TuningData):
     return tile_graphs(proto, source=str(path))
   if kernels:
-    return [kernel_graph(k, source=f"{path} (fusion {k.name!r})") for k in kernel_modules(proto)]
+    return [kernel_graph(k, source=f"{path} (fusion {k.name!r})") for k in kernel_modules(proto, str(path))]
   return [program_graph(proto, source=str(path))]

@@ -21,6 +21,7 @@ import tensorflow as tf
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
+from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 
 
@@ -43,8 +44,12 @@ def hlo_module(fn: Callable, *example_args, optimized: bool = False) -> hlo_pb2.
 
 
 def from_tf_function(fn: Callable, *example_args, graph_id: Optional[str] = None,
-                     kernels: bool = False) -> ProgramGraphs:
+                     kernels: bool = False, num_candidates: Optional[int] = None, seed: int = 0) -> ProgramGraphs:
   """Graphs of a TF program: the unoptimized whole program and, with `kernels`, its fusions.
+
+  Without `num_candidates` each graph has one config, the program's own (default layouts, an
+  empty tile config); with it, up to that many candidate configs to rank, drawn with `seed`
+  (candidates.program_candidates, candidates.kernel_candidates).
 
   Args:
     fn: a Python function of tensors, or a tf.function.
@@ -52,17 +57,23 @@ def from_tf_function(fn: Callable, *example_args, graph_id: Optional[str] = None
     graph_id: the program graph's id; defaults to the HLO module's name.
     kernels: also compile with optimizations and return one tile graph per fusion.
   """
-  program = featurize.program_graph(hlo_module(fn, *example_args), graph_id)
+  module = hlo_module(fn, *example_args)
+  if num_candidates is None:
+    program = featurize.program_graph(module, graph_id)
+  else:
+    program = candidates.program_candidates(module, num_candidates, seed, graph_id)
   kernel_graphs = ()
   if kernels:
-    optimized = hlo_module(fn, *example_args, optimized=True)
-    kernel_graphs = tuple(featurize.kernel_graph(k) for k in featurize.kernel_modules(optimized))
+    kernel_modules = featurize.kernel_modules(hlo_module(fn, *example_args, optimized=True))
+    kernel_graphs = tuple(featurize.kernel_graph(k) if num_candidates is None
+                          else candidates.kernel_candidates(k, num_candidates, seed) for k in kernel_modules)
   return ProgramGraphs(program=program, kernels=kernel_graphs)
 
 
 def from_keras_model(model: tf.keras.Model, batch_size: int = 1, training: bool = False,
-                     kernels: bool = False) -> ProgramGraphs:
-  """Graphs of a Keras model's forward pass on one batch of `batch_size` examples.
+                     kernels: bool = False, num_candidates: Optional[int] = None, seed: int = 0) -> ProgramGraphs:
+  """Graphs of a Keras model's forward pass on one batch of `batch_size` examples (with
+  `num_candidates`: their candidate configs, as from_tf_function).
 
   The input signature is the model's, with the batch dimension set, so nothing is evaluated;
   the graph id is the model's name.
@@ -74,4 +85,5 @@ def from_keras_model(model: tf.keras.Model, batch_size: int = 1, training: bool 
   def forward(inputs):
     return model(inputs, training=training)
 
-  return from_tf_function(forward, specs, graph_id=model.name, kernels=kernels)
+  return from_tf_function(forward, specs, graph_id=model.name, kernels=kernels, num_candidates=num_candidates,
+                          seed=seed)

@@ -52,6 +52,7 @@ import numpy as np
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 
+from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import features
 
 MXU_FLOPS = 1.0e14
@@ -69,7 +70,6 @@ CORES = 2  # TensorCores sharing a kernel's tiles (megacore), each with 1/CORES 
 TRANSCENDENTAL_FLOPS = 16.0  # vector-unit operations per element of exp, rsqrt, divide, ...
 BROADCAST_RATIO = 8  # parameters this many times smaller than the output are broadcast into it
 NOISE_FRACTION = 0.01
-MXU_OPCODES = frozenset({"convolution", "dot"})
 # Ops whose result takes the layout of an operand of the same shape.
 LAYOUT_PRESERVING_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "clamp", "compare", "convert", "cosine", "divide", "exponential",
@@ -114,25 +114,6 @@ def padded_elements(dims: Sequence[int], minor_to_major: Sequence[int]) -> int:
   return minor * second * math.prod(dims[d] for d in minor_to_major[2:])
 
 
-def default_layout(rank: int) -> tuple:
-  """XLA's default minor-to-major order: descending, the last dimension minor-most."""
-  return tuple(range(rank - 1, -1, -1))
-
-
-def with_minor_most(order: Sequence[int], dim: int) -> tuple:
-  """`order` with `dim` moved minor-most, the other dims keeping their relative order."""
-  return (dim,) + tuple(d for d in order if d != dim)
-
-
-def candidate_layouts(rank: int, alternative: Optional[Sequence[int]] = None) -> np.ndarray:
-  """(k, rank) int64 minor-to-major orders the layout search offers one tensor: row 0 the default,
-  then `alternative` when given and different from it (k = 1 or 2)."""
-  orders = [default_layout(rank)]
-  if alternative is not None and tuple(alternative) != orders[0]:
-    orders.append(tuple(alternative))
-  return np.asarray(orders, np.int64).reshape(len(orders), rank)
-
-
 def measure(runtime_seconds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
   """Noisy measured runtimes (same shape) in integer nanoseconds, at least 1."""
   noisy = np.asarray(runtime_seconds, np.float64) * 1e9 * (1.0 + NOISE_FRACTION * rng.standard_normal(
@@ -169,52 +150,6 @@ def instruction_flops(instruction, by_id) -> float:
   return float(out)
 
 
-def _preferred_minor_dims(instruction, by_id) -> list[Optional[int]]:
-  """For MXU ops: the dimension each tensor (result, lhs, rhs) wants minor-most."""
-  if instruction.opcode == "convolution":
-    n = instruction.convolution_dimension_numbers
-    return [n.output_feature_dimension, n.input_feature_dimension, n.kernel_output_feature_dimension]
-  if instruction.opcode == "dot":
-    n = instruction.dot_dimension_numbers
-    rhs_rank = len(by_id[instruction.operand_ids[1]].shape.dimensions)
-    rhs_free = [d for d in range(rhs_rank) if d not in n.rhs_contracting_dimensions and d not in n.rhs_batch_dimensions]
-    return [len(instruction.shape.dimensions) - 1, n.lhs_contracting_dimensions[0] if n.lhs_contracting_dimensions
-            else None, rhs_free[-1] if rhs_free else None]
-  return [None, None, None]
-
-
-def _alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
-  """The one order beside the default that the layout search offers each of `tensors` (result,
-  operands), or None.
-
-  XLA's layout autotuner offers a few legal, sensible layouts per op, not every permutation, and
-  the real sample's node_config_feat shows which, per op kind:
-  * a convolution's result keeps its default when that has the output features minor-most (XLA
-    writes activations so; in the real unet3d only such convolutions' operands vary);
-  * other tensors of a convolution or dot are offered their feature / contracting dim minor-most,
-    or where it is minor-most already, the two minor-most dims swapped;
-  * a transpose's result and operand are offered the orders that make it a bitcast with the
-    other at its default (the swap where that order is the default: an identity transpose);
-  * any other tensor of rank >= 2 is offered its two minor-most dims swapped.
-  So an op with up to three tensors has 2 to 8 candidates.
-  """
-  ranks = [len(t.shape.dimensions) for t in tensors]
-  swapped = [with_minor_most(default_layout(rank), rank - 2) if rank >= 2 else None for rank in ranks]
-  if instruction.opcode in MXU_OPCODES:
-    dims = _preferred_minor_dims(instruction, by_id)
-    if instruction.opcode == "convolution" and dims[0] == ranks[0] - 1:
-      swapped[0] = None
-    return [swap if dim is None or dim == rank - 1 else with_minor_most(default_layout(rank), dim)
-            for swap, dim, rank in zip(swapped, dims, ranks)]
-  if instruction.opcode == "transpose" and len(tensors) == 2:
-    permutation = list(instruction.dimensions)
-    inverse = [permutation.index(d) for d in range(len(permutation))]
-    default = default_layout(ranks[0])
-    bitcasts = [tuple(inverse[d] for d in default), tuple(permutation[d] for d in default)]
-    return [swap if bitcast == default else bitcast for swap, bitcast in zip(swapped, bitcasts)]
-  return swapped
-
-
 @dataclasses.dataclass(frozen=True)
 class LayoutVariable:
   """One tensor whose layout a config sets: slot t (0 result, 1-2 operands) of node `node`."""
@@ -222,7 +157,7 @@ class LayoutVariable:
   node: int
   slot: int
   dims: tuple
-  choices: np.ndarray  # (k, rank) minor-to-major orders, candidate_layouts
+  choices: np.ndarray  # (k, rank) minor-to-major orders, candidates.candidate_layouts
   padded_bytes: np.ndarray  # (k,) bytes the tensor occupies under each choice
 
 
@@ -255,7 +190,8 @@ class LayoutCostModel:
     for j, node in enumerate(self.configurable_nodes):
       instruction = instructions[node]
       tensors = ([instruction] + _operands(instruction, by_id))[:features.LAYOUT_MAX_TENSORS]
-      for slot, (tensor, alternative) in enumerate(zip(tensors, _alternative_layouts(instruction, tensors, by_id))):
+      alternatives = candidates.alternative_layouts(instruction, tensors, by_id)
+      for slot, (tensor, alternative) in enumerate(zip(tensors, alternatives)):
         if is_array(tensor.shape) and len(tensor.shape.dimensions) >= 1:
           slot_variable[node, slot] = len(self.variables)
           self.node_variables[j, slot] = len(self.variables)
@@ -277,7 +213,7 @@ class LayoutCostModel:
   @staticmethod
   def _variable(node: int, slot: int, shape, alternative: Optional[tuple]) -> LayoutVariable:
     dims = tuple(int(d) for d in shape.dimensions)
-    choices = candidate_layouts(len(dims), alternative)
+    choices = candidates.candidate_layouts(len(dims), alternative)
     padded = np.asarray([padded_elements(dims, c) for c in choices], np.float64) * element_bytes(shape)
     return LayoutVariable(node, slot, dims, choices, padded)
 
@@ -286,13 +222,13 @@ class LayoutCostModel:
     if variable >= 0:
       return self.variables[variable].padded_bytes
     dims = list(shape.dimensions)
-    return np.asarray([padded_elements(dims, default_layout(len(dims))) * element_bytes(shape)], np.float64)
+    return np.asarray([padded_elements(dims, candidates.default_layout(len(dims))) * element_bytes(shape)], np.float64)
 
   def _orders(self, shape, variable: int) -> np.ndarray:
     """(k, rank) layouts a tensor of `shape` may have: the choices of `variable`, or the default."""
     if variable >= 0:
       return self.variables[variable].choices
-    return np.asarray([default_layout(len(shape.dimensions))], np.int64).reshape(1, -1)
+    return np.asarray([candidates.default_layout(len(shape.dimensions))], np.int64).reshape(1, -1)
 
   def _copy_table(self, shape, produced: int, wanted: int) -> np.ndarray:
     """(k_produced, k_wanted) seconds of the copy a consumer pays when it reads a tensor of
@@ -320,13 +256,13 @@ class LayoutCostModel:
 
   def _add_node_costs(self, node, instruction, operands, source, slot_variable, node_of_id, by_id):
     flops = instruction_flops(instruction, by_id)
-    peak = MXU_FLOPS if instruction.opcode in MXU_OPCODES else VECTOR_FLOPS
+    peak = MXU_FLOPS if instruction.opcode in candidates.MXU_OPCODES else VECTOR_FLOPS
     if (node, 0) in slot_variable:
       # A configurable node: a factor over its (up to 3) tensor slots.
       slots = [slot_variable.get((node, s), -1) for s in range(features.LAYOUT_MAX_TENSORS)]
       tensors = ([instruction] + operands)[:features.LAYOUT_MAX_TENSORS]
       bytes_moved, efficiency = 0.0, 1.0
-      preferred = _preferred_minor_dims(instruction, by_id)
+      preferred = candidates.preferred_minor_dims(instruction, by_id)
       for s, tensor in enumerate(tensors):
         axis = [1] * len(tensors)
         axis[s] = -1
@@ -465,7 +401,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   shape = root.shape.tuple_shapes[0] if root.shape.tuple_shapes else root.shape
   output_elements = max(math.prod(shape.dimensions), 1)
   fused = [i for c in kernel.computations if c.id != entry.id for i in c.instructions]
-  matrix = next((i for i in fused if i.opcode in MXU_OPCODES), None)
+  matrix = next((i for i in fused if i.opcode in candidates.MXU_OPCODES), None)
   matrix_fields, matrix_parameters = {}, set()
   if matrix is not None and len(matrix.shape.dimensions) == len(shape.dimensions):
     lhs, rhs = (by_id[o] for o in matrix.operand_ids[:2])
@@ -495,7 +431,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   for parameter in (i for i in entry.instructions if i.opcode == "parameter" and i.id not in matrix_parameters):
     dims = list(parameter.shape.dimensions)
     if math.prod(dims) * BROADCAST_RATIO <= output_elements:
-      broadcast += padded_elements(dims, default_layout(len(dims))) * element_bytes(parameter.shape)
+      broadcast += padded_elements(dims, candidates.default_layout(len(dims))) * element_bytes(parameter.shape)
     else:
       streamed += math.prod(dims) * element_bytes(parameter.shape)
   scratch = sum(math.prod(i.shape.dimensions) * element_bytes(i.shape) for i in fused
@@ -505,7 +441,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   return KernelWork(
       output_dims=tuple(int(d) for d in shape.dimensions),
       output_minor_to_major=tuple(int(d) for d in shape.layout.minor_to_major) or
-      default_layout(len(shape.dimensions)),
+      candidates.default_layout(len(shape.dimensions)),
       output_element_bytes=max(element_bytes(shape), 1),
       flops=flops, streamed_input_bytes=float(streamed), broadcast_input_bytes=float(broadcast),
       scratch_bytes_per_element=scratch / output_elements,

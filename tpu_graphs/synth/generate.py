@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 import math
 import pathlib
 from typing import Callable, Iterator, Optional, Sequence
@@ -32,6 +31,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import storage
+from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import tuning_pb2
@@ -104,11 +104,11 @@ def programs(scale: Scale, architectures: Optional[Sequence[str]] = None) -> lis
 def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
   """About CONFIGURABLE_FRACTION of the nodes: a random subset of the array-valued (rank >= 2)
   convolutions, dots, reshapes, transposes and copies that execute, ascending."""
-  candidates = [i for i, inst in enumerate(nodes.instructions)
-                if inst.opcode in CONFIGURABLE_OPCODES and costed[i] and cost_model.is_array(inst.shape)
-                and len(inst.shape.dimensions) >= 2]
-  count = min(len(candidates), max(1, round(CONFIGURABLE_FRACTION * nodes.num_nodes)))
-  return np.sort(rng.choice(np.asarray(candidates, np.int64), size=count, replace=False))
+  eligible = [i for i, inst in enumerate(nodes.instructions)
+              if inst.opcode in CONFIGURABLE_OPCODES and costed[i] and cost_model.is_array(inst.shape)
+              and len(inst.shape.dimensions) >= 2]
+  count = min(len(eligible), max(1, round(CONFIGURABLE_FRACTION * nodes.num_nodes)))
+  return np.sort(rng.choice(np.asarray(eligible, np.int64), size=count, replace=False))
 
 
 def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, rng: np.random.Generator,
@@ -116,7 +116,7 @@ def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, r
   """`count` configs: (count, num_variables) int64 indices into each variable's candidate layouts.
 
   A configurable node's candidates are the combinations of its tensors' candidate layouts (2 to 8,
-  cost_model.candidate_layouts). 'random' draws every node's layout uniformly from its
+  candidates.candidate_layouts). 'random' draws every node's layout uniformly from its
   candidates. 'default' searches near the compiler default, as the real default collections do:
   each config moves a share of the nodes, drawn per config from U(0, DEFAULT_SEARCH_MOVED_MAX),
   each to a uniformly drawn other candidate, and leaves the rest at the default (choice 0); the
@@ -124,17 +124,17 @@ def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, r
   """
   sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
   if search == "random":
-    return (rng.random((count, len(sizes))) * sizes).astype(np.int64)
+    return candidates.uniform_choices(sizes, count, rng)
   choices = np.zeros((count, len(sizes)), np.int64)
   moved_share = rng.random(count) * DEFAULT_SEARCH_MOVED_MAX
   if first:
     moved_share[0] = 0.0
   for variables in model.node_variables:
     variables = variables[variables >= 0]
-    candidates = int(np.prod(sizes[variables]))
+    combinations = int(np.prod(sizes[variables]))
     moved = rng.random(count) < moved_share
-    # Candidate 1..candidates-1 of the node, written in mixed radix over its variables' sizes.
-    combination = np.where(moved, 1 + (rng.random(count) * (candidates - 1)).astype(np.int64), 0)
+    # Candidate 1..combinations-1 of the node, written in mixed radix over its variables' sizes.
+    combination = np.where(moved, 1 + (rng.random(count) * (combinations - 1)).astype(np.int64), 0)
     for variable in variables:
       choices[:, variable] = combination % sizes[variable]
       combination //= sizes[variable]
@@ -195,48 +195,25 @@ def layout_model(compiled_module, graph_id: str, seed: int):
 # --------------------------------------------------------------------------------------------
 # Tile collection.
 
-_MAX_TILE_CANDIDATES = 2000
-
-
-def _sizes(extent: int, keep: int) -> list[int]:
-  """Tile sizes along one dimension: powers of two below `extent` and `extent`, the largest `keep`."""
-  sizes = sorted({extent} | {2**p for p in range(max(extent.bit_length(), 1)) if 2**p < extent})
-  return sizes[-keep:]
-
-
-def tile_candidates(work: cost_model.KernelWork, rng: np.random.Generator) -> list[tuple[tuple, tuple]]:
-  """(output tile, kernel tile) pairs of finite runtime. At most 2000, sampled."""
-  axes = [_sizes(d, 5) for d in work.output_dims]
-  if work.convolution_features:
-    axes += [_sizes(f, 4) for f in work.convolution_features]
-  total = math.prod(len(a) for a in axes)
-  if total <= _MAX_TILE_CANDIDATES:
-    combos = list(itertools.product(*axes))
-  else:
-    picks = {tuple(int(rng.integers(len(a))) for a in axes) for _ in range(_MAX_TILE_CANDIDATES)}
-    combos = [tuple(a[i] for a, i in zip(axes, pick)) for pick in sorted(picks)]
-  rank = len(work.output_dims)
-  pairs = [(combo[:rank], combo[rank:]) for combo in combos]
-  return [pair for pair in pairs if math.isfinite(cost_model.tile_runtime(work, *pair))]
-
-
 def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_configs: int,
                     seed: int) -> Optional[GeneratedFile]:
   """Writes one kernel's tile graph; None when it has fewer than two tile sizes."""
   key = ("tile:xla", graph_id)
   work = cost_model.kernel_work(kernel)
-  candidates = tile_candidates(work, file_rng(seed, *key, "candidates"))
-  if len(candidates) < 2:
+  tiles = [pair for pair in candidates.tile_candidates(work.output_dims, work.convolution_features,
+                                                       file_rng(seed, *key, "candidates"))
+           if math.isfinite(cost_model.tile_runtime(work, *pair))]
+  if len(tiles) < 2:
     return None
-  default = min(range(len(candidates)), key=lambda i: cost_model.tile_footprint_target(work, candidates[i][0]))
+  default = min(range(len(tiles)), key=lambda i: cost_model.tile_footprint_target(work, tiles[i][0]))
   rng = file_rng(seed, *key, "configs")
-  others = [i for i in range(len(candidates)) if i != default]
+  others = [i for i in range(len(tiles)) if i != default]
   picked = [default] + [others[i] for i in np.sort(rng.choice(len(others), min(num_configs - 1, len(others)),
                                                               replace=False))]
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
-      output_bounds=candidates[i][0], kernel_bounds=candidates[i][1])) for i in picked])
+      output_bounds=tiles[i][0], kernel_bounds=tiles[i][1])) for i in picked])
   noise = file_rng(seed, *key, "noise")
-  runtimes = np.asarray([cost_model.tile_runtime(work, *candidates[i]) for i in picked])
+  runtimes = np.asarray([cost_model.tile_runtime(work, *tiles[i]) for i in picked])
   measured = cost_model.measure(runtimes, noise)
   normalizer = cost_model.measure(runtimes[:1], noise)
   normalizers = np.full(len(picked), normalizer[0], np.int64)
@@ -272,7 +249,7 @@ def with_matrix_fusions(optimized: hlo_pb2.HloModuleProto) -> hlo_pb2.HloModuleP
     if computation.id in fused or computation.is_fusion_computation:
       continue
     for instruction in computation.instructions:
-      if instruction.opcode not in cost_model.MXU_OPCODES:
+      if instruction.opcode not in candidates.MXU_OPCODES:
         continue
       body = module.computations.add(name=f"fused_{instruction.name}", id=next_id, is_fusion_computation=True)
       next_id += 1

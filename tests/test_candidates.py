@@ -1,0 +1,120 @@
+"""Candidate configs of new code: a Keras CNN's HLO gets candidate layouts and tile sizes, ranked
+by exported models through the Ranker and baselines/rank.py."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpu_graphs.data import graphs
+from tpu_graphs.export import ranker, untrained
+from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import features
+
+RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
+
+
+@pytest.fixture(scope="module")
+def cnn_modules(tmp_path_factory):
+  """A small Keras CNN's unoptimized and optimized HLO, saved as .pb files as a user would."""
+  root = tmp_path_factory.mktemp("cnn")
+  inputs = tf.keras.Input([16, 16, 3])
+  x = tf.keras.layers.Conv2D(8, 3, activation="relu")(inputs)
+  x = tf.keras.layers.Conv2D(16, 3, activation="relu")(x)
+  x = tf.keras.layers.GlobalAveragePooling2D()(x)
+  model = tf.keras.Model(inputs, tf.keras.layers.Dense(10)(x), name="small_cnn")
+  compiler_ir = tf.function(lambda images: model(images, training=False), jit_compile=True) \
+      .experimental_get_compiler_ir(tf.TensorSpec([1, 16, 16, 3]))
+  (root / "hlo.pb").write_bytes(compiler_ir(stage="hlo_serialized"))
+  (root / "optimized.pb").write_bytes(compiler_ir(stage="optimized_hlo_serialized"))
+  return root / "hlo.pb", root / "optimized.pb"
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+  """Untrained layout and tile models exported for serving: ranking needs scores, not good ones."""
+  root = tmp_path_factory.mktemp("models")
+  return (untrained.export_untrained("layout:xla:default", root, units=16, layers=2, prune_hops=1),
+          untrained.export_untrained("tile:xla", root, units=16, layers=2))
+
+
+def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(cnn_modules):
+  [graph] = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=3)
+  feat = graph.node_config_feat  # (c, nc, 18)
+  assert feat.shape[0] == 40 and graph.split == "test" and not graph.config_runtime.any()
+  assert len({row.tobytes() for row in feat}) == 40
+  dims = features.LAYOUT_MAX_DIMS
+  for j in range(feat.shape[1]):
+    for slot in range(features.LAYOUT_MAX_TENSORS):
+      orders = feat[:, j, slot * dims:(slot + 1) * dims]
+      rank = int((orders[0] >= 0).sum())
+      if rank == 0:
+        assert (orders == -1).all()
+        continue
+      # Config 0 is the default; every config is a candidate of that tensor (default or its one alternative).
+      assert orders[0, :rank].tolist() == list(candidates.default_layout(rank))
+      assert len({tuple(o[:rank]) for o in orders}) <= 2 and all(sorted(o[:rank]) == list(range(rank)) for o in orders)
+  again = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=3)[0].node_config_feat
+  other = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=4)[0].node_config_feat
+  np.testing.assert_array_equal(again, feat)
+  assert not np.array_equal(other, feat)
+
+
+def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_asked(cnn_modules):
+  kernels = candidates.candidate_graphs_from_file(cnn_modules[1], 30, kernels=True)
+  assert max(k.config_feat.shape[0] for k in kernels) == 30
+  for kernel in kernels:
+    assert len({row.tobytes() for row in kernel.config_feat}) == kernel.config_feat.shape[0]
+
+
+def test_unoptimized_module_as_kernels_names_the_file_and_the_stage_needed(cnn_modules):
+  path = cnn_modules[0]
+  for run in (lambda: candidates.candidate_graphs_from_file(path, 10, kernels=True),
+              lambda: featurize.graphs_from_file(path, kernels=True)):
+    with pytest.raises(graphs.GraphFileError, match=r"optimized_hlo_serialized") as raised:
+      run()
+    assert str(path) in str(raised.value)
+
+
+def test_ranker_ranks_candidates_of_the_cnn(cnn_modules, exports):
+  layout_export, tile_export = exports
+  [program] = ranker.Ranker(layout_export).rank_file(cnn_modules[0], num_candidates=30)
+  assert program.scores.size == 30 and len(set(program.scores.tolist())) >= 10
+  assert np.all(np.diff(program.scores[program.order]) >= 0)
+  kernels = ranker.Ranker(tile_export).rank_file(cnn_modules[1], kernels=True, num_candidates=30)
+  assert max(k.scores.size for k in kernels) >= 2
+  with pytest.raises(ValueError, match="carries its own configs"):
+    ranker.Ranker(tile_export).rank_file(cnn_modules[0].with_suffix(".npz"), num_candidates=3)
+
+
+def _rank(model, path, *extra) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={model}", f"--input={path}", *extra],
+                        capture_output=True, text=True)
+
+
+def test_rank_program_ranks_layout_and_tile_candidates(cnn_modules, exports, tmp_path):
+  layout_export, tile_export = exports
+  completed = _rank(layout_export, cnn_modules[0], "--num_candidates=50", "--top=12", f"--json={tmp_path / 'l.json'}")
+  assert completed.returncode == 0, completed.stderr
+  [written] = json.loads((tmp_path / "l.json").read_text())
+  scores = [entry["score"] for entry in written["best"]]
+  assert written["num_configs"] == 50 and len({entry["config"] for entry in written["best"]}) == 12
+  assert scores == sorted(scores) and written["best"][0]["config"] != written["best"][-1]["config"]
+  assert f"50 configs, best first: {written['best'][0]['config']} (" in completed.stdout
+
+  completed = _rank(tile_export, cnn_modules[1], "--kernels", "--num_candidates=20", f"--json={tmp_path / 't.json'}")
+  assert completed.returncode == 0, completed.stderr
+  assert max(entry["num_configs"] for entry in json.loads((tmp_path / "t.json").read_text())) >= 2
+
+  completed = _rank(tile_export, cnn_modules[0], "--kernels")
+  assert completed.returncode != 0
+  assert str(cnn_modules[0]) in completed.stderr and "optimized_hlo_serialized" in completed.stderr
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
