@@ -15,6 +15,7 @@ from tpu_graphs.export import ranker, untrained
 from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
+from tpu_graphs.hlo import from_tensorflow
 
 RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
 
@@ -32,7 +33,7 @@ def cnn_modules(tmp_path_factory):
       .experimental_get_compiler_ir(tf.TensorSpec([1, 16, 16, 3]))
   (root / "hlo.pb").write_bytes(compiler_ir(stage="hlo_serialized"))
   (root / "optimized.pb").write_bytes(compiler_ir(stage="optimized_hlo_serialized"))
-  return root / "hlo.pb", root / "optimized.pb"
+  return root / "hlo.pb", root / "optimized.pb", model
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,16 @@ def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_ask
   assert max(k.config_feat.shape[0] for k in kernels) == 30
   for kernel in kernels:
     assert len({row.tobytes() for row in kernel.config_feat}) == kernel.config_feat.shape[0]
+
+
+def test_keras_model_graphs_carry_candidates_when_asked(cnn_modules):
+  model = cnn_modules[2]
+  plain = from_tensorflow.from_keras_model(model, kernels=True)
+  assert plain.program.node_config_feat.shape[0] == 1 and all(k.config_feat.shape[0] == 1 for k in plain.kernels)
+  result = from_tensorflow.from_keras_model(model, kernels=True, num_candidates=12, seed=1)
+  assert result.program.node_config_feat.shape[0] == 12
+  np.testing.assert_array_equal(result.program.node_config_feat[0], plain.program.node_config_feat[0])
+  assert max(k.config_feat.shape[0] for k in result.kernels) >= 2
 
 
 def test_unoptimized_module_as_kernels_names_the_file_and_the_stage_needed(cnn_modules):

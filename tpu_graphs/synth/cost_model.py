@@ -395,6 +395,7 @@ class KernelWork:
 
 def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   """The work of a kernel module (featurize.kernel_modules): entry root = the fusion instruction."""
+  output_dims, convolution_features = candidates.kernel_extents(kernel)
   by_id = {i.id: i for c in kernel.computations for i in c.instructions}
   entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)
   root = by_id[entry.root_id]
@@ -422,8 +423,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
       kernel_dims = rhs.shape.dimensions
       matrix_fields.update(
           feature_dimension=int(numbers.output_feature_dimension),
-          convolution_features=(int(kernel_dims[numbers.kernel_input_feature_dimension]),
-                                int(kernel_dims[numbers.kernel_output_feature_dimension])),
+          convolution_features=convolution_features,
           convolution_window=int(math.prod(kernel_dims[d] for d in numbers.kernel_spatial_dimensions)))
     else:
       matrix_fields.update(feature_dimension=len(shape.dimensions) - 1)
@@ -439,7 +439,7 @@ def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
   flops = sum(instruction_flops(i, by_id) * (TRANSCENDENTAL_FLOPS if i.opcode in TRANSCENDENTAL_OPCODES else 1)
               for i in fused)
   return KernelWork(
-      output_dims=tuple(int(d) for d in shape.dimensions),
+      output_dims=output_dims,
       output_minor_to_major=tuple(int(d) for d in shape.layout.minor_to_major) or
       candidates.default_layout(len(shape.dimensions)),
       output_element_bytes=max(element_bytes(shape), 1),
