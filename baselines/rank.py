@@ -12,7 +12,9 @@ or a bare HloModuleProto; --kernels: one tile graph per fusion of an optimized m
 autotuners would try them (tpu_graphs/hlo/candidates.py): up to that many combinations of its
 ops' candidate layouts (config 0 the default), or with --kernels each fusion's candidate tile
 sizes; config i is candidate i, drawn with --seed. --json
-writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per graph.
+writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per graph; with
+--num_candidates each best entry also says what it sets (candidates.describe: "output_tile" and
+"kernel_tile", or "layouts" of the nodes it moves from the default).
 """
 
 import json
@@ -23,6 +25,7 @@ from absl import flags
 from tpu_graphs import programs
 from tpu_graphs.data import storage
 from tpu_graphs.export import ranker
+from tpu_graphs.hlo import candidates
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
 _INPUT = flags.DEFINE_string("input", None, "A TpuGraphs .npz file or an HLO .pb file.", required=True)
@@ -42,15 +45,20 @@ def main(argv):
   del argv
   programs.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
-  rankings = model.rank_file(_INPUT.value, kernels=_KERNELS.value, num_candidates=_NUM_CANDIDATES.value,
-                             seed=_SEED.value)
+  if _NUM_CANDIDATES.value is None:
+    ranked = [(ranking, None) for ranking in model.rank_file(_INPUT.value, kernels=_KERNELS.value)]
+  else:
+    found = candidates.candidate_graphs_from_file(_INPUT.value, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value)
+    ranked = [(model.rank(graph), graph) for graph in found]
   result = []
-  for ranking in rankings:
+  for ranking, graph in ranked:
     best = ranking.best(_TOP.value)
     print(f"{ranking.collection}:{ranking.graph_id}: {ranking.scores.size} configs, best first: "
           + ", ".join(f"{index} ({score:.4g})" for index, score in best))
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
-                   "best": [{"config": index, "score": score} for index, score in best]})
+                   "best": [{"config": index, "score": score,
+                             **(candidates.describe(graph, index) if graph is not None else {})}
+                            for index, score in best]})
   if _JSON.value:
     pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with storage.atomic_path(_JSON.value) as temporary:

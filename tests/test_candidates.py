@@ -64,13 +64,24 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
   other = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=4)[0].node_config_feat
   np.testing.assert_array_equal(again, feat)
   assert not np.array_equal(other, feat)
+  assert candidates.describe(graph, 0) == {"layouts": {}}
+  moved = candidates.describe(graph, 1)["layouts"]
+  assert moved and set(moved) <= set(graph.node_config_ids.tolist())
 
 
 def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_asked(cnn_modules):
   kernels = candidates.candidate_graphs_from_file(cnn_modules[1], 30, kernels=True)
   assert max(k.config_feat.shape[0] for k in kernels) == 30
-  for kernel in kernels:
+  modules = featurize.kernel_modules(featurize.read_hlo_file(cnn_modules[1]))
+  for kernel, module in zip(kernels, modules, strict=True):
     assert len({row.tobytes() for row in kernel.config_feat}) == kernel.config_feat.shape[0]
+    offered = {(tuple(o), tuple(k)) for o, k in candidates.tile_candidates(*candidates.kernel_extents(module), None)
+               } if kernel.config_feat.shape[0] < 30 else None
+    for config in range(kernel.config_feat.shape[0]):
+      described = candidates.describe(kernel, config)
+      assert len(described["output_tile"]) == len(candidates.kernel_extents(module)[0])
+      if offered is not None:
+        assert (tuple(described["output_tile"]), tuple(described["kernel_tile"])) in offered
 
 
 def test_keras_model_graphs_carry_candidates_when_asked(cnn_modules):
@@ -115,12 +126,14 @@ def test_rank_program_ranks_layout_and_tile_candidates(cnn_modules, exports, tmp
   [written] = json.loads((tmp_path / "l.json").read_text())
   scores = [entry["score"] for entry in written["best"]]
   assert written["num_configs"] == 50 and len({entry["config"] for entry in written["best"]}) == 12
-  assert scores == sorted(scores) and written["best"][0]["config"] != written["best"][-1]["config"]
+  assert scores == sorted(scores) and all("layouts" in entry for entry in written["best"])
   assert f"50 configs, best first: {written['best'][0]['config']} (" in completed.stdout
 
   completed = _rank(tile_export, cnn_modules[1], "--kernels", "--num_candidates=20", f"--json={tmp_path / 't.json'}")
   assert completed.returncode == 0, completed.stderr
-  assert max(entry["num_configs"] for entry in json.loads((tmp_path / "t.json").read_text())) >= 2
+  kernels = json.loads((tmp_path / "t.json").read_text())
+  assert max(entry["num_configs"] for entry in kernels) >= 2
+  assert all(best["output_tile"] for entry in kernels for best in entry["best"])
 
   completed = _rank(tile_export, cnn_modules[0], "--kernels")
   assert completed.returncode != 0

@@ -249,3 +249,21 @@ def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: in
     return [kernel_candidates(k, num_candidates, seed, source=f"{path} (fusion {k.name!r})")
             for k in featurize.kernel_modules(proto, source=str(path))]
   return [program_candidates(proto, num_candidates, seed, source=str(path))]
+
+
+def describe(graph: graphs.Graph, config: int) -> dict:
+  """What config `config` of a candidate graph sets, read back from its config features.
+
+  Tile graphs: {"output_tile": [sizes], "kernel_tile": [sizes]} (kernel_tile empty unless a
+  convolution). Layout graphs: {"layouts": {node index: [minor-to-major order per tensor: result,
+  operand 0, operand 1]}} for the configurable nodes where the config differs from config 0
+  (the default); node i is the module's i-th instruction in proto order.
+  """
+  if isinstance(graph, graphs.TileGraph):
+    sizes = dict(zip(features.TILE_CONFIG_FEATURE_NAMES, graph.config_feat[config].tolist()))
+    return {f"{name}_tile": [int(v) for key, v in sizes.items() if key.startswith(f"{name}_bounds_")
+                             and key[-1].isdigit() and v > 0] for name in ("output", "kernel")}
+  chosen, default = graph.node_config_feat[config], graph.node_config_feat[0]
+  shaped = chosen.reshape(len(graph.node_config_ids), features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS)
+  return {"layouts": {int(graph.node_config_ids[j]): [[int(d) for d in tensor if d >= 0] for tensor in shaped[j]]
+                      for j in np.flatnonzero((chosen != default).any(axis=1))}}
