@@ -143,6 +143,13 @@ def _tensors_readable(prefix: str) -> Optional[str]:
   return None
 
 
+def checkpoint_numbers(directory) -> list[int]:
+  """The numbers n of the checkpoints ckpt-<n> in `directory`, ascending, from their index files
+  (not from the state file, which may be damaged)."""
+  return sorted(int(match.group(1)) for name in tf.io.gfile.glob(storage.join(directory, "ckpt-*.index"))
+                if (match := re.fullmatch(r"ckpt-(\d+)\.index", storage.base_name(name))))
+
+
 def newest_intact_checkpoint(directory) -> Optional[str]:
   """The prefix of the newest checkpoint in `directory` (ckpt-<n>) whose tensors all read back,
   else None if there is none at all; a damaged newer one is warned of and passed over (the
@@ -153,8 +160,7 @@ def newest_intact_checkpoint(directory) -> Optional[str]:
   is damaged: TensorFlow ignores a damaged one, which would silently restart the run from its
   first epoch.
   """
-  numbers = sorted((int(match.group(1)) for name in tf.io.gfile.glob(storage.join(directory, "ckpt-*.index"))
-                    if (match := re.fullmatch(r"ckpt-(\d+)\.index", storage.base_name(name)))), reverse=True)
+  numbers = checkpoint_numbers(directory)[::-1]
   damaged = []
   for number in numbers:
     prefix = storage.join(directory, f"ckpt-{number}")
@@ -240,9 +246,10 @@ def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.
 
 
 def epochs_done(out_dir) -> int:
-  """Epochs the run in out_dir has finished and checkpointed (a rerun resumes after them); 0 for a new run."""
-  latest = tf.train.latest_checkpoint(storage.join(out_dir, "checkpoints"))
-  return int(latest.rsplit("-", 1)[1]) if latest else 0
+  """Epochs the run in out_dir has finished and checkpointed (a rerun resumes after them; checkpoint
+  n is saved after epoch n); 0 for a new run."""
+  numbers = checkpoint_numbers(storage.join(out_dir, "checkpoints"))
+  return numbers[-1] if numbers else 0
 
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
