@@ -30,7 +30,7 @@ from tpu_graphs import programs  # first: it quiets TensorFlow, which must happe
 
 from tpu_graphs import benchmark_results
 from tpu_graphs.data import locations
-from tpu_graphs.export import untrained
+from tpu_graphs.export import static_shapes, untrained
 
 TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
 LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
@@ -138,7 +138,7 @@ def main(argv):
            for way, measured in layout.items()]
   rows += ["| AOT library | not compiled: pruning keeps a data-dependent number of ops | - |"]
   rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| tile model library, {size}, {cpu} (3 buckets, weights, XLA AOT runtime; compiled in "
+  rows += [f"| tile model library, {size}, {cpu} ({len(static_shapes.TILE_BUCKETS)} buckets, weights, XLA AOT runtime; compiled in "
            f"{measured[cpu]['compile_s']:.0f} s) | {measured[cpu]['library_bytes']:,} |"
            for size, measured in tile.items() for cpu in native_library.CPUS]
   rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",

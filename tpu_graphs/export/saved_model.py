@@ -191,7 +191,7 @@ class ServingModule(tf.Module):
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
     # Tile only: pruning makes a layout graph's size data-dependent, which XLA cannot compile.
     self.static_scores = [] if kind != "tile" else [
-        tf.function(lambda *arrays: {"scores": scored(static_shapes.padded_tile_graph(*arrays))},
+        tf.function(lambda *arrays: {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)},
                     input_signature=static_shapes.input_specs(bucket))
         for bucket in static_shapes.TILE_BUCKETS]
 

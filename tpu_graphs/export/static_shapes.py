@@ -8,10 +8,13 @@ bucket's rows, with the real counts beside them:
     config_feat (C, 24) float32, num_nodes, num_edges, num_configs () int32
     -> scores (C,) float32; only the first num_configs are meaningful.
 
-Inside, the rows past the counts become a second graph component, as TF-GNN pads a training batch
-for a TPU (tpu_graphs/train/padding.py): filler ops, filler edges joining filler ops only, filler
-configs. The real component never reads them (pooling, broadcasting and message passing stay
-within a component), so its scores equal the plain signature's. Filler rows may hold anything.
+A late-join model (the default) runs its layers on the arrays directly, arranged for one small
+kernel, with the rows past the counts masked (static_tile_scores.py: half the arithmetic or
+less). Any other model gets the rows past the counts as a second graph component, as TF-GNN pads
+a training batch for a TPU (tpu_graphs/train/padding.py): filler ops, filler edges joining filler
+ops only, filler configs; the real component never reads them (pooling, broadcasting and message
+passing stay within a component). Either way the scores equal the plain signature's, and filler
+rows may hold anything.
 
 The signature checks nothing: a compiled program cannot refuse its input, so the caller checks
 counts, ids and finiteness before the call (native/model_library.cc does, as the plain signature's
@@ -21,17 +24,21 @@ than C configs are sent C at a time.
 Buckets follow the sizes of tile kernels: the real sample's kernels have 2 / 18 / 65 ops
 (min / median / max), the generated ones up to 249, and kernels have about as many edges as ops
 (52 / 55, 15 / 15, 65 / 70 in the sample), so each bucket allows twice as many edges as ops.
-Every bucket is one compiled class; small ones keep the common case cheap.
+Every bucket is one compiled class, and a call costs about in proportion to its bucket's ops, so
+the buckets double up to 128 ops (the sample's 2, 15, 21, 52 and 65-op kernels land in 16, 16,
+32, 64 and 128), then one of 512 for the rare large kernel.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
+from tpu_graphs.export import static_tile_scores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +54,7 @@ class Bucket:
 
 
 CONFIGS_PER_CALL = 128
-TILE_BUCKETS = tuple(Bucket(nodes, 2 * nodes, CONFIGS_PER_CALL) for nodes in (32, 128, 512))
+TILE_BUCKETS = tuple(Bucket(nodes, 2 * nodes, CONFIGS_PER_CALL) for nodes in (16, 32, 64, 128, 512))
 COUNT_NAMES = ("num_nodes", "num_edges", "num_configs")
 
 
@@ -64,6 +71,14 @@ def _split(count: tf.Tensor, total: int) -> tf.Tensor:
   """(2,) int64 component sizes: the real `count` rows, then the filler rows."""
   count = tf.cast(count, tf.int64)
   return tf.stack([count, total - count])
+
+
+def bucket_scores(scorer: tf.keras.Model, score_graph: Callable[[tfgnn.GraphTensor], tf.Tensor], *arrays) -> tf.Tensor:
+  """(C,) scores of a bucket's arrays (input_specs order) by a tile model: for a late-join model,
+  its layers on the arrays arranged for a small dense kernel (static_tile_scores.py); for another
+  model, `score_graph` (GraphTensor -> scores, the plain signature's) on `padded_tile_graph`."""
+  arranged = static_tile_scores.late_join_scores(scorer, *arrays)
+  return arranged if arranged is not None else score_graph(padded_tile_graph(*arrays))
 
 
 def padded_tile_graph(node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges,

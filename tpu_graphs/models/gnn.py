@@ -52,8 +52,12 @@ class OpEncoder(tf.keras.layers.Layer):
 
   def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
     op = graph.node_sets["op"]
-    embedded = self._opcode_embedding(op["opcode"])
-    scaled = log_scaled(op["feat"]) if self._feature_scaling is None else self._feature_scaling(op["feat"])
+    return self.encode(op["opcode"], op["feat"])
+
+  def encode(self, opcode: tf.Tensor, feat: tf.Tensor) -> tf.Tensor:
+    """(n,) opcodes and (n, 140) features -> (n, units) states, for ops outside a GraphTensor."""
+    embedded = self._opcode_embedding(opcode)
+    scaled = log_scaled(feat) if self._feature_scaling is None else self._feature_scaling(feat)
     return self._combine(tf.concat([embedded, self._features(scaled)], axis=-1))
 
   def get_config(self):

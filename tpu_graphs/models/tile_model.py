@@ -37,7 +37,7 @@ class TileEncoder(tf.keras.layers.Layer):
 
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
     op_states = self._ops(graph)
-    config_states = self._configs(gnn.log_scaled(graph.node_sets["config"]["feat"]))
+    config_states = self.encode_configs(graph.node_sets["config"]["feat"])
     if self.join == "early":
       per_graph = config_lists.to_lists(graph, config_states)  # (b, k, d)
       per_op = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=per_graph)  # (n, k, d)
@@ -46,6 +46,14 @@ class TileEncoder(tf.keras.layers.Layer):
     return graph.replace_features(node_sets={
         "op": {tfgnn.HIDDEN_STATE: op_states},
         "config": {**graph.node_sets["config"].features, tfgnn.HIDDEN_STATE: config_states}})
+
+  def encode_ops(self, opcode: tf.Tensor, feat: tf.Tensor) -> tf.Tensor:
+    """(n,) opcodes and (n, 140) features -> (n, d) late-join op states, outside a GraphTensor."""
+    return self._ops.encode(opcode, feat)
+
+  def encode_configs(self, config_feat: tf.Tensor) -> tf.Tensor:
+    """(c, 24) config features -> (c, d) config states."""
+    return self._configs(gnn.log_scaled(config_feat))
 
   def get_config(self):
     return {**super().get_config(), "join": self.join, "units": self.units}
@@ -68,6 +76,15 @@ class TileReadout(tf.keras.layers.Layer):
     per_config = tfgnn.broadcast_context_to_nodes(graph, "config", feature_value=pooled)  # (c, d)
     joined = tf.concat([per_config, graph.node_sets["config"][tfgnn.HIDDEN_STATE]], axis=-1)
     return tf.squeeze(self._score(self._hidden(joined)), -1)
+
+  def late_join_scores(self, pooled: tf.Tensor, config_states: tf.Tensor) -> tf.Tensor:
+    """call()'s late-join scores of one kernel's configs: (d,) pooled op state, (c, d) config
+    states -> (c,). The same function, split where it is cheaper: W [pooled, config] is
+    W_pooled pooled + W_config config, so the kernel's half is multiplied once, not per config."""
+    kernel_half, config_half = tf.split(self._hidden.kernel, [pooled.shape[-1], config_states.shape[-1]])
+    per_kernel = tf.matmul(pooled[tf.newaxis], kernel_half) + self._hidden.bias  # (1, units)
+    hidden = self._hidden.activation(tf.matmul(config_states, config_half) + per_kernel)
+    return tf.squeeze(self._score(hidden), -1)
 
   def get_config(self):
     return {**super().get_config(), "join": self.join, "units": self.units}
