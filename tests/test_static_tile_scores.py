@@ -1,0 +1,55 @@
+"""Static tile signatures (static_shapes.bucket_scores): a late-join model's layers arranged for AOT
+compilation score a real kernel as the model does on its GraphTensor, whatever the padding holds;
+other models fall back to the model on the padded GraphTensor."""
+
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import sample_data
+from tpu_graphs.data import graphs, npz, records
+from tpu_graphs.export import static_shapes, static_tile_scores, untrained
+from tpu_graphs.models import tile_model
+from tpu_graphs.train import inputs, xla
+
+REAL_TILE_FILE = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 15 edges
+
+
+def _padded_arrays(graph: graphs.TileGraph, bucket: static_shapes.Bucket, configs: int) -> list:
+  """The bucket's arrays: the kernel's rows, then filler rows of noise, NaN and ids naming no op."""
+  rng = np.random.default_rng(0)
+  padded = {"node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
+            "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
+            "edge_index": rng.integers(-3, 3 * bucket.nodes, [bucket.edges, 2]),
+            "config_feat": np.full([bucket.configs, graphs.TILE_CONFIG_FEATURE_WIDTH], np.nan, np.float32)}
+  nodes = graph.node_feat.shape[0]
+  padded["node_feat"][nodes] = np.nan
+  for name, rows in (("node_feat", graph.node_feat), ("node_opcode", graph.node_opcode),
+                     ("edge_index", graph.edge_index), ("config_feat", graph.config_feat[:configs])):
+    padded[name][:len(rows)] = rows
+  counts = [nodes, graph.edge_index.shape[0], configs]
+  return [tf.constant(value) for value in padded.values()] + [tf.constant(count, tf.int32) for count in counts]
+
+
+@pytest.mark.parametrize("join,backbone", [("late", "sage"), ("late", "residual_gcn"), ("early", "sage")])
+def test_bucket_scores_equal_the_model_on_its_graph_tensor(join, backbone):
+  graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILE))
+  tf.keras.utils.set_random_seed(0)
+  model = tile_model.build_tile_model(untrained._graph_spec("tile"), join, backbone, units=16, num_layers=2)
+  configs = 100
+  arrays = _padded_arrays(graph, static_shapes.TILE_BUCKETS[0], configs)
+  arranged = static_tile_scores.late_join_scores(model, *arrays)
+  assert (arranged is not None) == (join == "late")  # early join falls back to the GraphTensor
+  score_graph = lambda graph: model(xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE))
+  scores = static_shapes.bucket_scores(model, score_graph, *arrays).numpy()
+  structure = records.structure_from_arrays("tile", graph.node_feat, graph.node_opcode, graph.edge_index, None)
+  expected = model(records.join("tile", structure, records.chunk_from_arrays(
+      "tile", tf.constant(graph.config_feat[:configs]), 0)).with_indices_dtype(inputs.INDICES_DTYPE)).numpy()
+  np.testing.assert_allclose(scores[:configs], expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+  assert np.ptp(expected) > 0
+
+
+if __name__ == "__main__":
+  sys.exit(pytest.main([__file__, "-q"]))
