@@ -15,8 +15,8 @@ per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the
 library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
 (AVX2, FMA) scores 2-3x as fast as plain x86-64 (benchmarks/native.py). Compiling takes each
 bucket's signature through `saved_model_cli aot_compile_cpu`'s own function with XLA_FLAGS (one
-fresh TensorFlow process for all buckets), then g++: 10 to 60 seconds for a small model,
-depending on the machine's load.
+fresh TensorFlow process for all buckets), then g++: 20 seconds to 2 minutes for 5
+buckets, depending on the model and the machine's load.
 """
 
 from __future__ import annotations
