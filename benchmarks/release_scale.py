@@ -24,7 +24,7 @@ work is its file counts (RELEASE_FILES) times the mean work of the real sample's
 collection (../shared/tpugraphs_sample). Each process's start (the quickest stage's CPU time)
 stays as measured; conversion and disk grow linearly with that work; scoring (validation passes,
 evaluate.py, test predictions) is counted at the scoring rates this project measured on real
-graphs (SCORING_CONFIGS_PER_SECOND), since on the scaled tree it is lost in each process's fixed
+graphs (LAYOUT_SCORING_RATES, TILE_SCORING_RATE), since on the scaled tree it is lost in each process's fixed
 costs; a training run's steps grow with the recipe's epochs and steps and the graphs' sizes (for
 tile with the training file count too): see extrapolate(). Figures are CPU seconds, which the
 load of a shared machine changes far less than wall seconds. Peak memory is quoted as measured:
@@ -88,9 +88,12 @@ PROGRAMS = {"xla": ("mobilenet_v3_small", "mobilenet", "resnet50"), "nlp": ("tra
 _KERAS_EPOCH = re.compile(r"(\d+)/\1 \[=+\] - \d+s (\d+)(s|ms|us)/step")
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 # Scoring rates measured on real release graphs with models of the recipe's size, wall seconds on an
-# idle 2-core machine: configs/s of unet_3d.4x4.bf16 (layout:xla) and of the nlp test graph
-# (benchmarks/results/train_layout_score.md), warm tile configs/s (benchmarks/results/serve.md).
-SCORING_CONFIGS_PER_SECOND = {"xla": 150, "nlp": 46, "tile": 21267}
+# idle 2-core machine: (configurable nodes, configs/s) of unet_3d.4x4.bf16 (layout:xla) and of the
+# nlp test graph (benchmarks/results/train_layout_score.md); warm tile configs/s
+# (benchmarks/results/serve.md). A layout graph's seconds per config are taken as linear in its
+# configurable nodes through the two layout points.
+LAYOUT_SCORING_RATES = ((62, 150), (848, 46))
+TILE_SCORING_RATE = 21267
 STAGE_COLUMNS = ("stage", "wall s", "CPU s", "peak RSS GB", "disk MB", "release: CPU-hours", "release: disk GB")
 
 
@@ -274,13 +277,18 @@ def release_configs(sizes, collection: str, split: str) -> float:
 
 
 def release_scoring_cpu_seconds(sizes, collection: str, split: str) -> float:
-  """CPU seconds to score every config of the release's split once, at the measured rates on real
-  graphs (SCORING_CONFIGS_PER_SECOND, wall seconds on an idle 2-core machine, counted as both cores)."""
-  rate = SCORING_CONFIGS_PER_SECOND[collection.split(":")[1] if collection.startswith("layout") else "tile"]
-  return 2 * release_configs(sizes, collection, split) / rate
+  """CPU seconds to score every config of the release's split once, at the measured scoring rates
+  (wall seconds on an idle 2-core machine, counted as both cores busy)."""
+  if collection == "tile:xla":
+    seconds_per_config = 1 / TILE_SCORING_RATE
+  else:
+    (small, small_rate), (large, large_rate) = LAYOUT_SCORING_RATES
+    size = np.mean([s.graph_size for s in sizes[collection]["test" if split == "test" else "labelled"]])
+    seconds_per_config = 1 / small_rate + (size - small) * (1 / large_rate - 1 / small_rate) / (large - small)
+  return 2 * release_configs(sizes, collection, split) * seconds_per_config
 
 
-def extrapolate(results: list[dict], scaled: dict, release: dict, npz_root: pathlib.Path, sizes) -> None:
+def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.Path, sizes) -> None:
   """Adds to each stage's result its release estimates: release_cpu_hours and release_gb.
 
   Every process pays a start (Python, TensorFlow, reading its inputs' headers) that does not grow
@@ -310,7 +318,8 @@ def extrapolate(results: list[dict], scaled: dict, release: dict, npz_root: path
       steps = result["steps_seconds"] * cpu / result["seconds"]  # the run's CPU share
       fixed = max(0.0, cpu - steps)
       release_size = np.mean([s.graph_size for s in sizes[collection]["labelled"]])
-      size_factor = release_size / mean_graph_size(graphs.collection_directory(npz_root, collection) / "train")
+      train_dir = graphs.collection_directory(work / "data" / "npz", collection) / "train"
+      size_factor = release_size / mean_graph_size(train_dir)
       if collection == "tile:xla":
         recipe = experiments.TILE_TRAINING
         train_files = RELEASE_FILES[collection]["train"]
@@ -322,7 +331,11 @@ def extrapolate(results: list[dict], scaled: dict, release: dict, npz_root: path
       estimate = (fixed + conversion + recipe["epochs"] * steps * step_factor
                   + (recipe["epochs"] + 1) * release_scoring_cpu_seconds(sizes, collection, "valid")
                   + release_scoring_cpu_seconds(sizes, collection, "test"))
-      disk_factor = sum(release[collection].values()) / sum(scaled[collection].values())  # its records, model
+      # Its records grow with the work; its model, checkpoints and export do not.
+      run_dir = run_directory(work, collection)
+      records = directory_bytes(run_dir / "records") + directory_bytes(run_dir / "dedup")
+      grown = sum(release[collection].values()) / sum(scaled[collection].values())
+      disk_factor = (result["bytes"] - records + records * grown) / result["bytes"]
     else:  # combine_csvs: reads a few CSVs, one row per test graph
       disk_factor, estimate = 1.0, cpu
     result["release_cpu_hours"] = estimate / 3600
@@ -357,11 +370,13 @@ def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_s
       f"{_STEPS.value} steps), validates, predicts the test split and exports.", "",
       f"The two release columns are **extrapolated**, not measured (`extrapolate()` in the benchmark): each "
       f"process's start (the quickest stage's CPU time) as measured; conversion and disk linear in Σ configs × "
-      f"graph size (configurable nodes for layout, nodes for tile); scoring (validation, evaluation, test "
-      f"predictions) at the scoring rates measured on real graphs (configs/s: "
-      f"{SCORING_CONFIGS_PER_SECOND['xla']} on a layout:xla graph and {SCORING_CONFIGS_PER_SECOND['nlp']} on the "
-      f"layout:nlp graph from `train_layout_score.md`, {SCORING_CONFIGS_PER_SECOND['tile']:,} tile configs/s from "
-      f"`serve.md`; wall seconds on 2 idle cores, counted as CPU seconds of both) for the release's config counts; "
+      f"graph size (configurable nodes for layout, nodes for tile; of a training run's disk only its records and "
+      f"deduplicated configs grow); scoring (validation, evaluation, test "
+      f"predictions) at the scoring rates measured on real graphs (`train_layout_score.md`: "
+      f"{LAYOUT_SCORING_RATES[0][1]} configs/s on a layout:xla graph of {LAYOUT_SCORING_RATES[0][0]} configurable "
+      f"nodes, {LAYOUT_SCORING_RATES[1][1]} on the layout:nlp graph of {LAYOUT_SCORING_RATES[1][0]}, seconds per "
+      f"config linear in between; `serve.md`: {TILE_SCORING_RATE:,} tile configs/s; wall seconds on 2 idle "
+      f"cores, counted as CPU seconds of both) for the release's config counts; "
       f"a training run's steps as the recipe's epochs ({experiments.TILE_TRAINING['epochs']} tile, "
       f"{experiments.LAYOUT_TRAINING['epochs']} layout) × the measured steps' CPU time (Keras's steps × time per "
       f"step after the first, the run's CPU share of it), grown with graph size (tile: and with the training "
@@ -399,10 +414,14 @@ def main(argv):
   work = pathlib.Path(_WORK_DIR.value)
   journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
   done = {entry["stage"]: entry for entry in benchmark_results.read_journal(journal)}
+  npz_root = work / "data" / "npz"
+  if done and not npz_root.is_dir():  # the journal's figures belong to a tree that is gone
+    print(f"{npz_root} is gone: measuring anew", flush=True)
+    journal.unlink()
+    done = {}
   if not done:
     shutil.rmtree(work, ignore_errors=True)
   sizes = sample_sizes()
-  npz_root = work / "data" / "npz"
   if "generate" not in done:
     started = time.perf_counter()
     generate_tree(work / "data", sizes)
@@ -416,7 +435,7 @@ def main(argv):
       benchmark_results.append_to_journal(journal, done[name])
     results.append(done[name])
   scaled, release = tree_work(npz_root), release_work(sizes)
-  extrapolate(results, scaled, release, npz_root, sizes)
+  extrapolate(results, scaled, release, work, sizes)
   benchmark_results.write("release_scale", "The real-release path: disk, memory and hours per stage",
                           report(results, scaled, release, npz_root, sizes, done["generate"]["seconds"]), _OUT.value)
 
