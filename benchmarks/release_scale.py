@@ -13,8 +13,9 @@ files: the release's 1,000 configs, scaled alike), tile kernels with the sample'
 counts. Then it runs the release path's programs on it, each in its own process, as a user would:
 convert.py (the whole tree), tiles_train.py and layout_train.py with the recipe for --data_root (one
 epoch each; layout epochs cut to --steps_per_epoch steps), evaluate.py on each run's valid split,
-and combine_csvs.py. Per stage it measures wall seconds, the peak RSS of the stage's process
-(os.wait4) and the bytes the stage left on disk.
+and combine_csvs.py. Per stage it measures wall and CPU seconds, the peak RSS of the stage's
+process and the bytes the stage left on disk. At the defaults it runs about 20 minutes on a busy
+2-core machine.
 
 Extrapolation to the release (the table's "release" columns) uses one stated work unit per
 collection: the sum over its files of configs x graph size, where graph size is the configurable
@@ -24,13 +25,14 @@ work is its file counts (RELEASE_FILES) times the mean work of the real sample's
 collection (../shared/tpugraphs_sample). Each process's start (the quickest stage's CPU time)
 stays as measured; conversion and disk grow linearly with that work; scoring (validation passes,
 evaluate.py, test predictions) is counted at the scoring rates this project measured on real
-graphs (LAYOUT_SCORING_RATES, TILE_SCORING_RATE), since on the scaled tree it is lost in each process's fixed
-costs; a training run's steps grow with the recipe's epochs and steps and the graphs' sizes (for
+graphs (LAYOUT_SCORING_RATES, TILE_SCORING_RATE), since on the scaled tree it is lost in each
+process's fixed costs; a training run's steps grow with the recipe's epochs and steps and the graphs' sizes (for
 tile with the training file count too): see extrapolate(). Figures are CPU seconds, which the
 load of a shared machine changes far less than wall seconds. Peak memory is quoted as measured:
 it follows the largest graph times the configs scored per chunk, not the dataset's size.
 Stages are journaled (<out>.jsonl): a rerun after a kill measures only the missing ones, and one
-after a finished run only rewrites the report (delete the journal to measure anew).
+after a finished run only rewrites the report (delete the journal to measure anew; a journal
+whose --work_dir tree is gone is started anew).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from tpu_graphs.synth import generate, zoo
 from tpu_graphs.train import experiments
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "/tmp/release_scale", "Scratch folder for the data and the runs "
-                                "(emptied first).")
+                                "(emptied when measuring anew).")
 _FILE_SCALE = flags.DEFINE_integer("file_scale", 50, "The release's file count per collection and split is "
                                    "divided by this (at least one file each).")
 _CONFIG_SCALE = flags.DEFINE_integer("config_scale", 20, "Layout config counts are divided by this.")
