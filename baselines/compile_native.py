@@ -1,4 +1,4 @@
-"""Compiles a trained tile model into a native library a compiler links or loads: no Python, no
+"""Compiles a trained tile or layout model into a native library a compiler links or loads: no Python, no
 TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
 
   bazel build //native:all                 # once: the XLA AOT runtime from the wheel's sources
@@ -17,7 +17,7 @@ from tpu_graphs import programs
 from tpu_graphs.export import native_library
 
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
-_MODEL = flags.DEFINE_string("model", None, "A tile model's serving SavedModel (a run's export/).", required=True)
+_MODEL = flags.DEFINE_string("model", None, "A tile or layout model's serving SavedModel (a run's export/).", required=True)
 _CPU = flags.DEFINE_enum("cpu", "x86-64", list(native_library.CPUS),
                          "The oldest CPU the library runs on: x86-64 (any), x86-64-v3 (AVX2 and FMA; 2-3x as "
                          "fast).")

@@ -7,46 +7,21 @@
 // A compiled program cannot refuse its input, so the checks the SavedModel's plain signature makes
 // inside its graph (saved_model.checked_arrays) happen here, before any call.
 
-#include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 
+#include "library_checks.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
 
 namespace {
 
+using tpu_graphs_library::CpuCanRun;
+using tpu_graphs_library::Fail;
+using tpu_graphs_library::FirstNonFinite;
+
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kConfigFeatures = 24;
-
-int Fail(int status, char* message, size_t message_size, const char* format, ...) {
-  if (message != nullptr && message_size > 0) {
-    va_list arguments;
-    va_start(arguments, format);
-    std::vsnprintf(message, message_size, format, arguments);
-    va_end(arguments);
-  }
-  return status;
-}
-
-// The index of the first non-finite value of values[0, count), or -1.
-// A library compiled for x86-64-v3 (baselines/compile_native.py --cpu) runs AVX2 and FMA code.
-bool CpuCanRun() {
-#ifdef TPU_GRAPHS_REQUIRES_X86_64_V3
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return true;
-#endif
-}
-
-int64_t FirstNonFinite(const float* values, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(values[i])) return i;
-  }
-  return -1;
-}
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
                const int64_t* edge_index, int64_t num_configs, const float* config_feat, const float* scores,

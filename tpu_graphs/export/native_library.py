@@ -1,6 +1,7 @@
-"""A trained tile model as one native shared library with a C interface, as LLVM's MLGO release
-mode embeds its policies: the SavedModel's static signatures (static_shapes.py) compiled ahead of
-time by XLA, the weights frozen into the program, linked with the XLA AOT runtime into
+"""A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
+embeds its policies: the SavedModel's static signatures (tile: static_shapes.py; layout:
+static_layout.py) compiled ahead of time by XLA, the weights frozen into the program, linked with
+the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) into
 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libstdc++, libm, libc)
@@ -20,6 +21,7 @@ for every bucket), then g++: 5 to 50 seconds for a small model, depending on the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -29,7 +31,7 @@ import subprocess
 from typing import Union
 
 from tpu_graphs.data import errors, storage
-from tpu_graphs.export import static_shapes
+from tpu_graphs.export import static_layout, static_shapes
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
@@ -43,25 +45,36 @@ _SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
 _EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
 
 
-def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[static_shapes.Bucket]:
-  """The static tile signatures of a SavedModel, smallest first. Raises errors.InputError where
-  it has none (a layout model, or a tile model exported before static signatures existed)."""
+Bucket = Union[static_shapes.Bucket, static_layout.LayoutBucket]
+
+
+def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
+  """The static signatures of a SavedModel (tile or layout), smallest first. Raises
+  errors.InputError where it has none: a model exported before static signatures existed, or a
+  layout model that does not prune its graphs (prune_hops None), whose graphs are too large to pad."""
   from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
   names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
-  buckets = sorted((static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names)
-                    if match), key=lambda bucket: (bucket.nodes, bucket.edges))
+  buckets = [static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names) if match]
+  buckets += [bucket for bucket in map(static_layout.LayoutBucket.from_signature_name, names) if bucket]
   if not buckets:
-    raise errors.InputError(f"{export_dir}: no static tile signatures (static_tile_n*_e*_c*): only tile models "
-                            "exported by this version compile to a native library; layout models are served "
-                            "through the C API (native/rank --mode=capi)")
-  return buckets
+    raise errors.InputError(f"{export_dir}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
+                            "only tile models and layout models that prune their graphs (prune_hops set), exported "
+                            "by this version, compile to a native library; others are served through the C API "
+                            "(native/rank --mode=capi)")
+  return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
 
 
-def _class_name(bucket: static_shapes.Bucket) -> str:
+def _is_layout(buckets: list[Bucket]) -> bool:
+  return isinstance(buckets[0], static_layout.LayoutBucket)
+
+
+def _class_name(bucket: Bucket) -> str:
+  if isinstance(bucket, static_layout.LayoutBucket):
+    return f"LayoutH{bucket.hops}N{bucket.nodes}E{bucket.edges}K{bucket.configurable}C{bucket.configs}"
   return f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}"
 
 
-def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], aot_dir: pathlib.Path,
+def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib.Path,
                         target_cpu: str) -> None:
   """One header and object per bucket, as `saved_model_cli aot_compile_cpu` writes them (frozen
   weights, single-threaded, for LLVM's `target_cpu`; "" is any x86-64)."""
@@ -74,21 +87,26 @@ def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], ao
         cpp_class=f"tpu_graphs_native::{_class_name(bucket)}", target_triple="x86_64-pc-linux", target_cpu=target_cpu)
 
 
-def _buckets_header(buckets: list[static_shapes.Bucket]) -> str:
+def _buckets_header(buckets: list[Bucket]) -> str:
+  """What model_library.cc (tile) or layout_library.cc includes: X(class, sizes...) per bucket."""
   includes = "".join(f'#include "aot/{_class_name(bucket)}.h"\n' for bucket in buckets)
-  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {b.nodes}, {b.edges}, {b.configs})" for b in buckets)
-  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define TPU_GRAPHS_FOR_EACH_BUCKET(X) {entries}\n"
+  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {', '.join(map(str, dataclasses.astuple(b)))})"
+                     for b in buckets)
+  macro = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else "TPU_GRAPHS_FOR_EACH_BUCKET"
+  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define {macro}(X) {entries}\n"
 
 
-def _link(work: pathlib.Path, buckets: list[static_shapes.Bucket], runtime_archive: pathlib.Path,
+def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
           include_dir: pathlib.Path, cpu: str) -> None:
   (work / "buckets.h").write_text(_buckets_header(buckets))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
   objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
+  sources = [str(NATIVE_SOURCES / name) for name in (
+      ("layout_library.cc", "layout_pruning.cc") if _is_layout(buckets) else ("model_library.cc",))]
   cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
   command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
              '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
-             "-o", str(work / LIBRARY_NAME), str(NATIVE_SOURCES / "model_library.cc"), *objects,
+             "-o", str(work / LIBRARY_NAME), *sources, *objects,
              str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
@@ -122,8 +140,8 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
-        "buckets": [{"signature": b.signature_name, "nodes": b.nodes, "edges": b.edges, "configs": b.configs}
-                    for b in buckets]}, indent=1) + "\n")
+        "kind": "layout" if _is_layout(buckets) else "tile",
+        "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
   storage.atomic_directory(native_dir, write)
