@@ -20,12 +20,17 @@ saved_model.checked_arrays would). C is the plain signature's configs per call
 with copies of the last config, as the plain signature does, so that even a model whose configs
 see each other (cross-config attention) scores each call's list alike.
 
-Buckets follow the sizes of pruned layout graphs (the sample's five, counted with
-`prune_to_configurable`; docs/compiler.md has the table). Whole graphs have up to ~44k ops
-(TpuGraphs); pruned to configurable ops (hops 0) the sample's keep 9 to 848 ops, with
-1-hop neighbourhoods up to 2,302 ops, and about 1.5 edges per kept op; configurable ops number 9
-to 848. A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE)
-rather than cut, since scoring part of a graph would rank its configs wrongly without saying so.
+Buckets follow the sizes of pruned layout graphs. Whole graphs have up to ~44k ops (TpuGraphs);
+the sample's five distinct layout graphs (490 to 21,918 ops) pruned by prune_to_configurable keep
+  hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op;
+  hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is dense);
+  hops 2: 218 to 5,103 ops, 281 to 11,132 edges.
+So the buckets hold 256, 1,024 and 4,096 ops, four edges per op, and as many configurable ops as
+ops but at most 2,048 (node_config rows cost as much as ops: C x K rows go through the encoder).
+A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE) rather than
+cut, since scoring part of a graph would rank its configs wrongly without saying so; it is scored
+through the C API, or a larger bucket is added to LAYOUT_SIZES and the model re-exported. More
+configs than C are sent in calls of C.
 """
 
 from __future__ import annotations
@@ -64,9 +69,8 @@ class LayoutBucket:
     return cls(*map(int, match.groups())) if match else None
 
 
-# (pruned ops, pruned edges, configurable ops); edges at twice the ops, as pruned graphs have
-# about 1.5 edges per op.
-LAYOUT_SIZES = ((256, 1024, 128), (1024, 4096, 512), (4096, 16384, 2048))
+# (pruned ops, pruned edges, configurable ops), smallest first (see the module docstring).
+LAYOUT_SIZES = ((256, 1024, 256), (1024, 4096, 1024), (4096, 16384, 2048))
 
 
 def layout_buckets(hops: int, configs: int) -> tuple[LayoutBucket, ...]:
