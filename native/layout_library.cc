@@ -21,9 +21,9 @@
 
 namespace {
 
+using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::CpuCanRun;
 using tpu_graphs_library::Fail;
-using tpu_graphs_library::FirstNonFinite;
 
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
@@ -55,17 +55,8 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
       (num_configs > 0 && (node_config_feat == nullptr || scores == nullptr))) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "a null array with a positive count");
   }
-  int64_t bad = FirstNonFinite(node_feat, num_nodes * kNodeFeatures);
-  if (bad >= 0) {
-    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "node_feat holds NaN or infinite values (op %lld, feature %lld)",
-                static_cast<long long>(bad / kNodeFeatures), static_cast<long long>(bad % kNodeFeatures));
-  }
-  for (int64_t i = 0; i < 2 * num_edges; ++i) {
-    if (edge_index[i] < 0 || edge_index[i] >= num_nodes) {
-      return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "edge_index row %lld names op %lld, outside [0, %lld)",
-                  static_cast<long long>(i / 2), static_cast<long long>(edge_index[i]), static_cast<long long>(num_nodes));
-    }
-  }
+  const int graph = CheckOpsAndEdges(num_nodes, node_feat, num_edges, edge_index, message, message_size);
+  if (graph != TPU_GRAPHS_OK) return graph;
   std::vector<char> configurable(num_nodes, 0);
   for (int64_t j = 0; j < num_configurable; ++j) {
     const int64_t id = node_config_ids[j];

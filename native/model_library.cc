@@ -16,6 +16,7 @@
 
 namespace {
 
+using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::CpuCanRun;
 using tpu_graphs_library::Fail;
 using tpu_graphs_library::FirstNonFinite;
@@ -38,19 +39,9 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
       (num_configs > 0 && (config_feat == nullptr || scores == nullptr))) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "a null array with a positive count");
   }
-  int64_t bad = FirstNonFinite(node_feat, num_nodes * kNodeFeatures);
-  if (bad >= 0) {
-    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "node_feat holds NaN or infinite values (op %lld, feature %lld)",
-                static_cast<long long>(bad / kNodeFeatures), static_cast<long long>(bad % kNodeFeatures));
-  }
-  for (int64_t i = 0; i < 2 * num_edges; ++i) {
-    if (edge_index[i] < 0 || edge_index[i] >= num_nodes) {
-      return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size,
-                  "edge_index row %lld names op %lld, outside [0, %lld)", static_cast<long long>(i / 2),
-                  static_cast<long long>(edge_index[i]), static_cast<long long>(num_nodes));
-    }
-  }
-  bad = FirstNonFinite(config_feat, num_configs * kConfigFeatures);
+  const int graph = CheckOpsAndEdges(num_nodes, node_feat, num_edges, edge_index, message, message_size);
+  if (graph != TPU_GRAPHS_OK) return graph;
+  const int64_t bad = FirstNonFinite(config_feat, num_configs * kConfigFeatures);
   if (bad >= 0) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "config_feat holds NaN or infinite values (config %lld, feature %lld)",
                 static_cast<long long>(bad / kConfigFeatures), static_cast<long long>(bad % kConfigFeatures));

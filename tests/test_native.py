@@ -142,11 +142,11 @@ def test_compiled_layout_library_prunes_and_ranks_the_real_unet_3d_file_as_the_p
 
 
 def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(layout_library, tmp_path):
-  """The nlp graph's 1-hop neighbourhood keeps 2,850 ops joined by 51,209 edges: more than 16,384."""
+  """The nlp graph's 1-hop neighbourhood keeps 2,850 ops joined by 51,209 edges: more than 8,192."""
   result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[1]), tmp_path / "best.json")
   assert (result.returncode, result.stdout) == (1, ""), result.stderr
   assert ("(status 1): the graph pruned to its configurable ops and their 1-hop neighbourhood has 2850 ops, 51209 "
-          "edges and 848 configurable ops; this model was compiled for at most 4096 ops, 16384 edges") in result.stderr
+          "edges and 848 configurable ops; this model was compiled for at most 4096 ops, 8192 edges") in result.stderr
 
 
 def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):

@@ -25,8 +25,10 @@ the sample's five distinct layout graphs (490 to 21,918 ops) pruned by prune_to_
   hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op;
   hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is dense);
   hops 2: 218 to 5,103 ops, 281 to 11,132 edges.
-So the buckets hold 256, 1,024 and 4,096 ops, four edges per op, and as many configurable ops as
-ops but at most 2,048 (node_config rows cost as much as ops: C x K rows go through the encoder).
+A bucket's cost is its padded size, not the graph's (every row goes through the model), so the
+buckets step by 4x from 64 ops, the sample's pruned sizes at hops 0, to 4,096, with two edges per
+op and as many configurable ops as ops but at most 2,048 (node_config rows, C x K of them, cost as
+much as ops).
 A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE) rather than
 cut, since scoring part of a graph would rank its configs wrongly without saying so; it is scored
 through the C API, or a larger bucket is added to LAYOUT_SIZES and the model re-exported. More
@@ -70,7 +72,7 @@ class LayoutBucket:
 
 
 # (pruned ops, pruned edges, configurable ops), smallest first (see the module docstring).
-LAYOUT_SIZES = ((256, 1024, 256), (1024, 4096, 1024), (4096, 16384, 2048))
+LAYOUT_SIZES = ((64, 128, 64), (256, 512, 256), (1024, 2048, 1024), (4096, 8192, 2048))
 
 
 def layout_buckets(hops: int, configs: int) -> tuple[LayoutBucket, ...]:
