@@ -29,9 +29,6 @@ constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
 constexpr float kLowestLayoutValue = -1, kHighestLayoutValue = 5;  // graphs.LAYOUT_VALUE_RANGE
 
-#define TPU_GRAPHS_HOPS(Model, hops, nodes, edges, configurable, configs) hops,
-constexpr int kPruneHops[] = {TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_HOPS)};
-#undef TPU_GRAPHS_HOPS
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
                const int64_t* edge_index, int64_t num_configurable, const int64_t* node_config_ids,
@@ -152,12 +149,20 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
   try {
     tpu_graphs::PrunedLayout pruned;
     std::string error;
-    if (!tpu_graphs::PruneLayout(num_nodes, num_edges, edge_index, num_configurable, node_config_ids, kPruneHops[0],
-                                 &pruned, &error)) {
+    int64_t max_nodes = 0, max_edges = 0, max_configurable = 0, hops = 0;
+    tpu_graphs_layout_limits(&max_nodes, &max_edges, &max_configurable, &hops);
+    if (!tpu_graphs::PruneLayout(num_nodes, num_edges, edge_index, num_configurable, node_config_ids,
+                                 static_cast<int>(hops), max_nodes, &pruned, &error)) {
       return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "%s", error.c_str());
     }
     const int64_t kept_nodes = static_cast<int64_t>(pruned.kept_ops.size());
     const int64_t kept_edges = static_cast<int64_t>(pruned.edge_index.size() / 2);
+    if (!pruned.has_edges) {
+      return Fail(TPU_GRAPHS_TOO_LARGE, message, message_size,
+                  "the graph pruned to its configurable ops and their %lld-hop neighbourhood keeps %lld ops; this "
+                  "model was compiled for at most %lld ops", static_cast<long long>(hops), static_cast<long long>(kept_nodes),
+                  static_cast<long long>(max_nodes));
+    }
 #define TPU_GRAPHS_TRY_BUCKET(Model, hops, nodes, edges, configurable, configs)                                 \
   if (kept_nodes <= nodes && kept_edges <= edges && num_configurable <= configurable) {                         \
     return ScoreInBucket<Model>(configurable, configs, node_feat, node_opcode, pruned, num_configs, node_config_feat, \
@@ -165,8 +170,6 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
   }
     TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_TRY_BUCKET)
 #undef TPU_GRAPHS_TRY_BUCKET
-    int64_t max_nodes = 0, max_edges = 0, max_configurable = 0, hops = 0;
-    tpu_graphs_layout_limits(&max_nodes, &max_edges, &max_configurable, &hops);
     return Fail(TPU_GRAPHS_TOO_LARGE, message, message_size,
                 "the graph pruned to its configurable ops and their %lld-hop neighbourhood has %lld ops, %lld edges "
                 "and %lld configurable ops; this model was compiled for at most %lld ops, %lld edges and %lld "

@@ -27,7 +27,8 @@ GroupedEdges GroupEdges(int64_t num_nodes, int64_t num_edges, const int64_t* edg
 }  // namespace
 
 bool PruneLayout(int64_t num_nodes, int64_t num_edges, const int64_t* edge_index, int64_t num_configurable,
-                 const int64_t* node_config_ids, int hops, PrunedLayout* pruned, std::string* error) {
+                 const int64_t* node_config_ids, int hops, int64_t max_kept_ops, PrunedLayout* pruned,
+                 std::string* error) {
   // The neighbourhood: `hops` steps along edges in both directions (layout_preprocessing._neighbourhood).
   std::vector<char> keep(num_nodes, 0);
   for (int64_t j = 0; j < num_configurable; ++j) keep[node_config_ids[j]] = 1;
@@ -49,6 +50,9 @@ bool PruneLayout(int64_t num_nodes, int64_t num_edges, const int64_t* edge_index
     }
   }
   const size_t num_kept = pruned->kept_ops.size();
+  pruned->edge_index.clear();
+  pruned->has_edges = static_cast<int64_t>(num_kept) <= max_kept_ops;
+  if (!pruned->has_edges) return true;
 
   // The data flow among kept ops (layout_preprocessing.kept_data_flow): per op a row over the kept
   // ops that reach it, 1 = without passing another kept op, 2 = through one; ops visited in
@@ -92,7 +96,6 @@ bool PruneLayout(int64_t num_nodes, int64_t num_edges, const int64_t* edge_index
     return false;
   }
   std::sort(pairs.begin(), pairs.end());
-  pruned->edge_index.clear();
   for (const auto& [consumer, producer] : pairs) {
     pruned->edge_index.push_back(consumer);
     pruned->edge_index.push_back(producer);

@@ -180,13 +180,15 @@ def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **re
   return path
 
 
-_LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1][2]
+_LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
 
 
 @pytest.mark.parametrize("replaced, message", [
     ({"nodes": _LARGEST_CONFIGURABLE + 1, "configurable": np.arange(_LARGEST_CONFIGURABLE + 1)},
      f"has {_LARGEST_CONFIGURABLE + 1} ops, {_LARGEST_CONFIGURABLE} edges and {_LARGEST_CONFIGURABLE + 1} "
      "configurable ops; this model was compiled for at most"),
+    ({"nodes": _LARGEST_NODES + 2, "configurable": np.arange(_LARGEST_NODES + 1)},
+     f"1-hop neighbourhood keeps {_LARGEST_NODES + 2} ops; this model was compiled for at most {_LARGEST_NODES} ops"),
     ({"node_config_feat": np.full([3, 2, 18], np.nan, np.float32)}, "node_config_feat holds nan (config 0"),
     ({"node_config_feat": np.full([3, 2, 18], 7, np.float32)}, "node_config_feat holds 7 (config 0"),
     ({"node_config_ids": np.array([1, 9])}, "node_config_ids entry 1 names op 9, outside [0, 6)"),
