@@ -1,9 +1,10 @@
-"""Compiles a trained tile or layout model into a native library a compiler links or loads: no Python, no
-TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
+"""Compiles a trained tile or layout model into a native library a compiler links or loads: no
+Python, no TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
 
   bazel build //native:all                 # once: the XLA AOT runtime from the wheel's sources
   python baselines/compile_native.py --model out/tiles/export [--cpu x86-64-v3]
   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz
+  python baselines/compile_native.py --model out/layout/export   # layout: models that prune (prune_hops set)
 
 writes <model>/native/: libtpu_graphs_model.so (the C interface of native/tpu_graphs_model.h),
 the header, the AOT-compiled classes and buckets.json.
