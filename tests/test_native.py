@@ -85,14 +85,19 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
   _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
 
 
-def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
-  library = tile_export / "native" / native_library.LIBRARY_NAME
+def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
+  """What ldd lists for an export's compiled library, and the tpu_graphs symbols it exports."""
+  library = export_dir / "native" / native_library.LIBRARY_NAME
   linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
-  assert "libstdc++" in linked and "tensorflow" not in linked
   exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
                             check=True).stdout.split()
-  assert sorted(name for name in exported if name.startswith("tpu_graphs")) == ["tpu_graphs_score_tile",
-                                                                               "tpu_graphs_tile_limits"]
+  return linked, sorted(name for name in exported if name.startswith("tpu_graphs"))
+
+
+def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
+  linked, exported = _linked_and_exported(tile_export)
+  assert "libstdc++" in linked and "tensorflow" not in linked
+  assert exported == ["tpu_graphs_score_tile", "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
 
@@ -150,13 +155,9 @@ def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(la
 
 
 def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):
-  library = layout_library / "native" / native_library.LIBRARY_NAME
-  linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
+  linked, exported = _linked_and_exported(layout_library)
   assert "libstdc++" in linked and "tensorflow" not in linked
-  exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                            check=True).stdout.split()
-  assert sorted(name for name in exported if name.startswith("tpu_graphs")) == ["tpu_graphs_layout_limits",
-                                                                               "tpu_graphs_score_layout"]
+  assert exported == ["tpu_graphs_layout_limits", "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
       b.signature_name for b in static_layout.layout_buckets(1, saved_model.CONFIGS_PER_CALL["layout"])]
