@@ -1,9 +1,10 @@
-"""Compiles a trained tile model into a native library a compiler links or loads: no Python, no
-TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
+"""Compiles a trained tile or layout model into a native library a compiler links or loads: no
+Python, no TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
 
   bazel build //native:all                 # once: the XLA AOT runtime from the wheel's sources
   python baselines/compile_native.py --model out/tiles/export [--cpu x86-64-v3]
   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz
+  python baselines/compile_native.py --model out/layout/export   # layout: models that prune (prune_hops set)
 
 writes <model>/native/: libtpu_graphs_model.so (the C interface of native/tpu_graphs_model.h),
 the header, the AOT-compiled classes and buckets.json.
@@ -17,7 +18,7 @@ from tpu_graphs import programs
 from tpu_graphs.export import native_library
 
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
-_MODEL = flags.DEFINE_string("model", None, "A tile model's serving SavedModel (a run's export/).", required=True)
+_MODEL = flags.DEFINE_string("model", None, "A tile or layout model's serving SavedModel (a run's export/).", required=True)
 _CPU = flags.DEFINE_enum("cpu", "x86-64", list(native_library.CPUS),
                          "The oldest CPU the library runs on: x86-64 (any), x86-64-v3 (AVX2 and FMA; 2-3x as "
                          "fast).")

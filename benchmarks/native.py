@@ -1,20 +1,20 @@
 """What calling the model costs from Python, through TensorFlow's C API and as an AOT-compiled library.
 
   bazel build //native:all
-  python benchmarks/native.py [--out benchmarks/results/native.md]
+  python benchmarks/native.py [--kinds tile,layout]   # writes benchmarks/results/native{,_layout}.md
 
-* tile: the first 100 configs of the real sample's median-size kernel with at least 100 configs
-  (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
-* layout: every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops), one call (the
-  Ranker's default of 2,048 configs per call), pruning inside the SavedModel; no AOT row: pruning
-  keeps a data-dependent number of ops, which XLA cannot compile ahead of time.
+* tile (native.md): the first 100 configs of the real sample's median-size kernel with at least
+  100 configs (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
+* layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops),
+  one call (the Ranker's default of 2,048 configs per call); the SavedModel prunes the graph inside
+  its graph, the AOT library on the host (native/layout_pruning.cc) before its compiled bucket.
 
 Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
 way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
 bazel-bin/native/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
 (tpu_graphs/export/untrained.py; cost does not depend on the weights): tile models of the
 baselines' default size (64 units, 3 layers) and of `--experiment smallest` (16 units, 1 layer),
-a layout model of the default size.
+a layout model of the default size pruning to configurable ops (prune_hops 0, the default).
 """
 
 import json
@@ -47,7 +47,10 @@ _CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
 _LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
 _MEASURE = flags.DEFINE_string("measure", None, "Internal: time the Python SavedModel --model on this npz file.")
 _MODEL = flags.DEFINE_string("model", None, "Internal: the SavedModel of --measure.")
-_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("native")), "Markdown table to write.")
+_OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("native")), "Markdown table of tile models.")
+_LAYOUT_OUT = flags.DEFINE_string("layout_out", str(benchmark_results.default_path("native_layout")),
+                                  "Markdown table of layout models.")
+_KINDS = flags.DEFINE_list("kinds", ["tile", "layout"], "The collections measured, each written to its table.")
 
 
 def python_median_call(model: str, path: str, calls: int) -> float:
@@ -95,36 +98,24 @@ def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int) -> di
           "peak_mb": int(stdout.split("peak RSS: ")[1].split()[0]) / 1024}
 
 
-def main(argv):
-  del argv
-  if _MEASURE.value:
-    seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
-    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
-    return
+def measure_tile(temporary: pathlib.Path) -> None:
+  """Measures tile models every way and writes --out."""
   import numpy as np
   from tpu_graphs.export import native_library
-  for built in (RANK, *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
-    if not built.exists():
-      raise SystemExit(f"{built} is missing: bazel build //native:all")
-  with tempfile.TemporaryDirectory() as temporary:
-    temporary = pathlib.Path(temporary)
-    tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
-    tile_file.parent.mkdir(parents=True)
-    arrays = dict(np.load(locations.sample_path(TILE_GRAPH)))
-    np.savez(tile_file, **{name: value[:TILE_CONFIGS] if name.startswith("config") else value
-                           for name, value in arrays.items()})
-    tile = {}
-    for experiment, size in TILE_MODELS.items():
-      model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
-      tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
-      for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
-        start = time.perf_counter()
-        library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
-        compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
-        tile[size][cpu] = {**measure("aot", model, tile_file, _CALLS.value), **compiled}
-    layout_model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
-    layout = {way: measure(way, layout_model, locations.sample_path(LAYOUT_GRAPH), _LAYOUT_CALLS.value)
-              for way in ("python", "capi")}
+  tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
+  tile_file.parent.mkdir(parents=True)
+  arrays = dict(np.load(locations.sample_path(TILE_GRAPH)))
+  np.savez(tile_file, **{name: value[:TILE_CONFIGS] if name.startswith("config") else value
+                         for name, value in arrays.items()})
+  tile = {}
+  for experiment, size in TILE_MODELS.items():
+    model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
+    tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
+    for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
+      start = time.perf_counter()
+      library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+      compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
+      tile[size][cpu] = {**measure("aot", model, tile_file, _CALLS.value), **compiled}
   tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
                          for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
   rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
@@ -132,11 +123,6 @@ def main(argv):
     for way, name in WAYS.items():
       rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
                   f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
-  rows += ["", "| layout model (default size, pruned to its configurable ops) | per call (1,965 configs) | peak RSS |",
-           "|---|---:|---:|"]
-  rows += [f"| {WAYS[way]} | {measured['seconds']:.3f} s | {measured['peak_mb']:,.0f} MB |"
-           for way, measured in layout.items()]
-  rows += ["| AOT library | not compiled: pruning keeps a data-dependent number of ops | - |"]
   rows += ["", "| size | bytes |", "|---|---:|"]
   rows += [f"| tile model library, {size}, {cpu} ({len(static_shapes.TILE_BUCKETS)} buckets, weights, XLA AOT runtime; compiled in "
            f"{measured[cpu]['compile_s']:.0f} s) | {measured[cpu]['library_bytes']:,} |"
@@ -145,9 +131,55 @@ def main(argv):
            f"| TensorFlow libraries the C API loads (libtensorflow_cc.so.2, libtensorflow_framework.so.2) | "
            f"{tensorflow_bytes:,} |"]
   benchmark_results.write(
-      "native", f"Calling the model without Python: the real tile kernel {TILE_GRAPH.split('/')[-1]} (15 ops, first "
-      f"{TILE_CONFIGS} configs; median of {_CALLS.value} calls) and the real unet_3d.4x4.bf16 layout graph (median of "
-      f"{_LAYOUT_CALLS.value} calls), untrained models, each way in a fresh process", "\n".join(rows), _OUT.value)
+      "native", f"Calling a tile model without Python: the real tile kernel {TILE_GRAPH.split('/')[-1]} (15 ops, "
+      f"first {TILE_CONFIGS} configs; median of {_CALLS.value} calls), untrained models, each way in a fresh process",
+      "\n".join(rows), _OUT.value)
+
+
+def measure_layout(temporary: pathlib.Path) -> None:
+  """Measures a layout model every way and writes --layout_out."""
+  from tpu_graphs.export import native_library
+  model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
+  graph = locations.sample_path(LAYOUT_GRAPH)
+  layout = {way: measure(way, model, graph, _LAYOUT_CALLS.value) for way in ("python", "capi")}
+  for cpu in native_library.CPUS:
+    start = time.perf_counter()
+    library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+    compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
+    layout[cpu] = {**measure("aot", model, graph, _LAYOUT_CALLS.value), **compiled}
+  rows = ["| layout model (default size: 64 units, 3 layers; pruned to its configurable ops) | per call (1,965 "
+          "configs) | per config | vs Python | peak RSS |", "|---|---:|---:|---:|---:|"]
+  rows += [f"| {WAYS[way]} | {measured['seconds'] * 1e3:,.1f} ms | {measured['seconds'] / 1965 * 1e6:,.1f} µs | "
+           f"{layout['python']['seconds'] / measured['seconds']:,.1f}× | {measured['peak_mb']:,.0f} MB |"
+           for way, measured in layout.items()]
+  rows += ["", "| size | bytes |", "|---|---:|"]
+  rows += [f"| layout model library, {cpu} ({len(native_library.compiled_buckets(model))} buckets, weights, host-side "
+           f"pruning, XLA AOT runtime; compiled in {layout[cpu]['compile_s']:.0f} s) | {layout[cpu]['library_bytes']:,} |"
+           for cpu in native_library.CPUS]
+  benchmark_results.write(
+      "native", f"Calling a layout model without Python: the real unet_3d.4x4.bf16 layout graph (3,163 ops, 62 "
+      f"configurable; every config, median of {_LAYOUT_CALLS.value} calls), an untrained model, each way in a fresh "
+      "process", "\n".join(rows), _LAYOUT_OUT.value)
+
+
+def main(argv):
+  del argv
+  if _MEASURE.value:
+    seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
+    return
+  from tpu_graphs.export import native_library
+  unknown = set(_KINDS.value) - {"tile", "layout"}
+  if unknown:
+    raise SystemExit(f"--kinds: unknown {sorted(unknown)}; known: tile, layout")
+  for built in (RANK, *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
+    if not built.exists():
+      raise SystemExit(f"{built} is missing: bazel build //native:all")
+  with tempfile.TemporaryDirectory() as temporary:
+    if "tile" in _KINDS.value:
+      measure_tile(pathlib.Path(temporary))
+    if "layout" in _KINDS.value:
+      measure_layout(pathlib.Path(temporary))
 
 
 if __name__ == "__main__":

@@ -7,46 +7,22 @@
 // A compiled program cannot refuse its input, so the checks the SavedModel's plain signature makes
 // inside its graph (saved_model.checked_arrays) happen here, before any call.
 
-#include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 
+#include "library_checks.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
 
 namespace {
 
+using tpu_graphs_library::CheckOpsAndEdges;
+using tpu_graphs_library::CpuCanRun;
+using tpu_graphs_library::Fail;
+using tpu_graphs_library::FirstNonFinite;
+
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kConfigFeatures = 24;
-
-int Fail(int status, char* message, size_t message_size, const char* format, ...) {
-  if (message != nullptr && message_size > 0) {
-    va_list arguments;
-    va_start(arguments, format);
-    std::vsnprintf(message, message_size, format, arguments);
-    va_end(arguments);
-  }
-  return status;
-}
-
-// The index of the first non-finite value of values[0, count), or -1.
-// A library compiled for x86-64-v3 (baselines/compile_native.py --cpu) runs AVX2 and FMA code.
-bool CpuCanRun() {
-#ifdef TPU_GRAPHS_REQUIRES_X86_64_V3
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return true;
-#endif
-}
-
-int64_t FirstNonFinite(const float* values, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    if (!std::isfinite(values[i])) return i;
-  }
-  return -1;
-}
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
                const int64_t* edge_index, int64_t num_configs, const float* config_feat, const float* scores,
@@ -63,19 +39,9 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
       (num_configs > 0 && (config_feat == nullptr || scores == nullptr))) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "a null array with a positive count");
   }
-  int64_t bad = FirstNonFinite(node_feat, num_nodes * kNodeFeatures);
-  if (bad >= 0) {
-    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "node_feat holds NaN or infinite values (op %lld, feature %lld)",
-                static_cast<long long>(bad / kNodeFeatures), static_cast<long long>(bad % kNodeFeatures));
-  }
-  for (int64_t i = 0; i < 2 * num_edges; ++i) {
-    if (edge_index[i] < 0 || edge_index[i] >= num_nodes) {
-      return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size,
-                  "edge_index row %lld names op %lld, outside [0, %lld)", static_cast<long long>(i / 2),
-                  static_cast<long long>(edge_index[i]), static_cast<long long>(num_nodes));
-    }
-  }
-  bad = FirstNonFinite(config_feat, num_configs * kConfigFeatures);
+  const int graph = CheckOpsAndEdges(num_nodes, node_feat, num_edges, edge_index, message, message_size);
+  if (graph != TPU_GRAPHS_OK) return graph;
+  const int64_t bad = FirstNonFinite(config_feat, num_configs * kConfigFeatures);
   if (bad >= 0) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "config_feat holds NaN or infinite values (config %lld, feature %lld)",
                 static_cast<long long>(bad / kConfigFeatures), static_cast<long long>(bad % kConfigFeatures));

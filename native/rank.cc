@@ -4,7 +4,8 @@
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz --top=5 --json=best.json
 //
 // --mode=aot   the model's compiled library, <model>/native/libtpu_graphs_model.so
-//              (baselines/compile_native.py), loaded with dlopen: tile models.
+//              (baselines/compile_native.py), loaded with dlopen: tile models, and layout
+//              models that prune their graphs (the library prunes each graph as the SavedModel does).
 // --mode=capi  the SavedModel itself through TensorFlow's C API (TF_LoadSessionFromSavedModel),
 //              libtensorflow_cc.so.2 of the wheel loaded with dlopen: every collection.
 // --repeat=N (benchmarks/native.py) scores the file N more times and prints the median seconds
@@ -117,19 +118,29 @@ void* OpenLibrary(const std::string& path) {
 
 Scorer AotScorer(const std::string& library_path) {
   void* library = OpenLibrary(library_path);
-  auto* score = reinterpret_cast<decltype(&tpu_graphs_score_tile)>(dlsym(library, "tpu_graphs_score_tile"));
-  if (score == nullptr) throw std::runtime_error(library_path + ": no tpu_graphs_score_tile (not a model library)");
-  return [score](const Graph& graph) {
-    if (graph.kind != "tile") {
-      throw std::runtime_error(graph.id + " is a " + graph.collection +
-                               " graph; compiled libraries score tile kernels only (use --mode=capi)");
+  auto* score_tile = reinterpret_cast<decltype(&tpu_graphs_score_tile)>(dlsym(library, "tpu_graphs_score_tile"));
+  auto* score_layout = reinterpret_cast<decltype(&tpu_graphs_score_layout)>(dlsym(library, "tpu_graphs_score_layout"));
+  if (score_tile == nullptr && score_layout == nullptr) {
+    throw std::runtime_error(library_path + ": no tpu_graphs_score_tile or tpu_graphs_score_layout (not a model library)");
+  }
+  return [score_tile, score_layout](const Graph& graph) {
+    const bool tile = graph.kind == "tile";
+    if (tile ? score_tile == nullptr : score_layout == nullptr) {
+      throw std::runtime_error(graph.id + " is a " + graph.collection + " graph; the model scores " +
+                               (tile ? "layout" : "tile") + " graphs");
     }
     std::vector<float> scores(graph.configs);
     char message[512] = "";
     const auto& arrays = graph.arrays;
-    const int status = score(graph.nodes, arrays.at("node_feat").values<float>(), arrays.at("node_opcode").values<uint8_t>(),
-                             graph.edges, arrays.at("edge_index").values<int64_t>(), graph.configs,
-                             arrays.at("config_feat").values<float>(), scores.data(), message, sizeof(message));
+    const float* node_feat = arrays.at("node_feat").values<float>();
+    const uint8_t* node_opcode = arrays.at("node_opcode").values<uint8_t>();
+    const int64_t* edge_index = arrays.at("edge_index").values<int64_t>();
+    const int status = tile
+        ? score_tile(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configs,
+                     arrays.at("config_feat").values<float>(), scores.data(), message, sizeof(message))
+        : score_layout(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configurable,
+                       arrays.at("node_config_ids").values<int64_t>(), graph.configs,
+                       arrays.at("node_config_feat").values<float>(), scores.data(), message, sizeof(message));
     if (status != TPU_GRAPHS_OK) {
       throw std::runtime_error(graph.id + ": the model refused it (status " + std::to_string(status) + "): " + message);
     }

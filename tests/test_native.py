@@ -1,6 +1,7 @@
-"""The model without Python (native/, docs/compiler.md): a tile model compiled into a C library
-(baselines/compile_native.py) and the SavedModel through TensorFlow's C API, both driven by the
-native ranker (//native:rank, a fresh process), rank real sample files as the Python SavedModel does.
+"""The model without Python (native/, docs/compiler.md): tile and layout models compiled into C
+libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's C API, both driven
+by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
+SavedModel does.
 
 Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
 test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
@@ -18,7 +19,7 @@ import tensorflow as tf
 
 import sample_data
 from tpu_graphs.data import graphs, npz
-from tpu_graphs.export import native_library, saved_model, static_shapes, untrained
+from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
                    "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",  # 52 ops, 1,282 configs
@@ -84,14 +85,19 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
   _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
 
 
-def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
-  library = tile_export / "native" / native_library.LIBRARY_NAME
+def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
+  """What ldd lists for an export's compiled library, and the tpu_graphs symbols it exports."""
+  library = export_dir / "native" / native_library.LIBRARY_NAME
   linked = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
-  assert "libstdc++" in linked and "tensorflow" not in linked
   exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
                             check=True).stdout.split()
-  assert sorted(name for name in exported if name.startswith("tpu_graphs")) == ["tpu_graphs_score_tile",
-                                                                               "tpu_graphs_tile_limits"]
+  return linked, sorted(name for name in exported if name.startswith("tpu_graphs"))
+
+
+def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
+  linked, exported = _linked_and_exported(tile_export)
+  assert "libstdc++" in linked and "tensorflow" not in linked
+  assert exported == ["tpu_graphs_score_tile", "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
 
@@ -103,14 +109,108 @@ def layout_export(tmp_path_factory):
                                     prune_hops=1)
 
 
+@pytest.fixture(scope="module")
+def layout_python_scores(layout_export):
+  """The Python SavedModel's scores of each real layout file (relative path -> scores), once per module."""
+  scores = {}
+
+  def of(relative: str) -> tuple[graphs.Graph, np.ndarray]:
+    graph = npz.read_graph(sample_data.require_sample(relative))
+    if relative not in scores:
+      scores[relative] = _python_scores(layout_export, graph)
+    return graph, scores[relative]
+  return of
+
+
+@pytest.fixture(scope="module")
+def layout_library(layout_export):
+  """layout_export with its native library compiled: host-side pruning, then the static layout signatures."""
+  native_library.compile_model_library(layout_export, _built("native/libxla_aot_runtime.a").parent)
+  return layout_export
+
+
 @pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
-def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, relative, tmp_path):
-  path = sample_data.require_sample(relative)
-  export_dir = layout_export
-  graph = npz.read_graph(path)
-  result = _rank("capi", export_dir, path, tmp_path / "best.json")
+def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, layout_python_scores, relative,
+                                                                 tmp_path):
+  graph, expected = layout_python_scores(relative)
+  result = _rank("capi", layout_export, sample_data.require_sample(relative), tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
-  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(export_dir, graph))
+  _assert_same_ranking(tmp_path / "best.json", graph, expected)
+
+
+def test_compiled_layout_library_prunes_and_ranks_the_real_unet_3d_file_as_the_python_saved_model(
+    layout_library, layout_python_scores, tmp_path):
+  graph, expected = layout_python_scores(REAL_LAYOUT_FILES[0])
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  _assert_same_ranking(tmp_path / "best.json", graph, expected)
+
+
+def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(layout_library, tmp_path):
+  """The nlp graph's 1-hop neighbourhood keeps 2,850 ops joined by 51,209 edges: more than 8,192."""
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[1]), tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert ("(status 1): the graph pruned to its configurable ops and their 1-hop neighbourhood has 2850 ops, 51209 "
+          "edges and 848 configurable ops; this model was compiled for at most 4096 ops, 8192 edges") in result.stderr
+
+
+def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):
+  linked, exported = _linked_and_exported(layout_library)
+  assert "libstdc++" in linked and "tensorflow" not in linked
+  assert exported == ["tpu_graphs_layout_limits", "tpu_graphs_score_layout"]
+  compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
+  assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
+      b.signature_name for b in static_layout.layout_buckets(1, saved_model.CONFIGS_PER_CALL["layout"])]
+
+
+def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **replaced) -> pathlib.Path:
+  """A layout npz under folder/layout/xla/default/test/ with a chain of `nodes` ops, the given
+  configurable ops and 3 configs, arrays replaced as given."""
+  configurable = np.asarray(configurable, np.int64)
+  arrays = {"node_feat": np.ones([nodes, graphs.NODE_FEATURE_WIDTH], np.float32),
+            "node_opcode": (np.arange(nodes) % 200).astype(np.uint8),
+            "edge_index": np.stack([np.arange(1, nodes), np.arange(nodes - 1)], 1).astype(np.int64),
+            "node_config_ids": configurable,
+            "node_config_feat": np.random.default_rng(0).integers(
+                -1, 6, [3, configurable.size, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]).astype(np.float32), **replaced}
+  arrays.update(config_runtime=np.zeros([len(arrays["node_config_feat"])], np.int64),
+                node_splits=np.zeros([1, 0], np.int64))
+  path = folder / "layout" / "xla" / "default" / "test" / "graph.npz"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  np.savez_compressed(path, **arrays)
+  return path
+
+
+_LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
+
+
+@pytest.mark.parametrize("replaced, message", [
+    ({"nodes": _LARGEST_CONFIGURABLE + 1, "configurable": np.arange(_LARGEST_CONFIGURABLE + 1)},
+     f"has {_LARGEST_CONFIGURABLE + 1} ops, {_LARGEST_CONFIGURABLE} edges and {_LARGEST_CONFIGURABLE + 1} "
+     "configurable ops; this model was compiled for at most"),
+    ({"nodes": _LARGEST_NODES + 2, "configurable": np.arange(_LARGEST_NODES + 1)},
+     f"1-hop neighbourhood keeps {_LARGEST_NODES + 2} ops; this model was compiled for at most {_LARGEST_NODES} ops"),
+    ({"node_config_feat": np.full([3, 2, 18], np.nan, np.float32)}, "node_config_feat holds nan (config 0"),
+    ({"node_config_feat": np.full([3, 2, 18], 7, np.float32)}, "node_config_feat holds 7 (config 0"),
+    ({"node_config_ids": np.array([1, 9])}, "node_config_ids entry 1 names op 9, outside [0, 6)"),
+    ({"node_config_ids": np.array([3, 3])}, "node_config_ids lists op 3 more than once"),
+    ({"edge_index": np.array([[1, 0], [0, 1]])}, "edge_index has a cycle"),
+    ({"edge_index": np.array([[1, 0], [6, 2]])}, "edge_index row 1 names op 6, outside [0, 6)"),
+])
+def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_library, tmp_path, replaced, message):
+  path = _layout_file(tmp_path, **replaced)
+  result = _rank("aot", layout_library, path, tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert message in result.stderr and not (tmp_path / "best.json").exists()
+
+
+def test_compiled_layout_library_scores_a_small_graph_as_the_python_saved_model(layout_library, tmp_path):
+  """A graph the smallest bucket holds, with fewer configs than one call and an op pruning drops."""
+  path = _layout_file(tmp_path, nodes=9, configurable=(7, 2))
+  result = _rank("aot", layout_library, path, tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  graph = npz.read_graph(path)
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(layout_library, graph))
 
 
 def _tile_file(folder: pathlib.Path, nodes: int = 4, **replaced) -> pathlib.Path:

@@ -14,7 +14,7 @@ import tensorflow as tf
 import sample_data
 import tile_test_data
 from tpu_graphs.data import graphs, locations, npz, records
-from tpu_graphs.export import saved_model, static_shapes
+from tpu_graphs.export import saved_model, static_layout, static_shapes
 from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import tasks, trainer
 
@@ -244,13 +244,21 @@ def test_unknown_collection_kind_is_rejected(tile_run):
     saved_model.ServingModule(scorer, "kernel")
 
 
-def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp_path):
+@pytest.fixture(scope="module")
+def pruning_layout_run(tmp_path_factory):
+  """The real unet_3d file (40 configs), an untrained layout model pruning to 1-hop neighbourhoods,
+  its run directory with the export and the export loaded."""
   graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 40)
   task = tasks.LayoutTask(prune_hops=1)
+  run_dir = tmp_path_factory.mktemp("pruning_layout_run")
+  saved_model.export_to_run_directory(scorer, task, run_dir)
+  return graph, scorer, task, run_dir, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+
+
+def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(pruning_layout_run):
+  graph, scorer, task, _, loaded = pruning_layout_run
   joined = _joined_graphs("layout", graph)
   expected = np.concatenate([scorer(task.structure_transform(g).with_indices_dtype(tf.int32)).numpy() for g in joined])
-  saved_model.export_to_run_directory(scorer, task, tmp_path)
-  loaded = tf.saved_model.load(str(tmp_path / "export"))
   plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
       node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
       edge_index=tf.constant(graph.edge_index), node_config_ids=tf.constant(graph.node_config_ids),
@@ -265,6 +273,45 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(tmp
         node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
         edge_index=tf.constant(graph.edge_index), node_config_ids=tf.constant(graph.node_config_ids[:5]),
         node_config_feat=tf.constant(graph.node_config_feat))
+
+
+def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_whatever_the_filler_holds(
+    pruning_layout_run):
+  graph, _, task, _, loaded = pruning_layout_run
+  pruned = task.structure_transform(records.structure_from_arrays(
+      "layout", graph.node_feat, graph.node_opcode, graph.edge_index, graph.node_config_ids))
+  op, feeds = pruned.node_sets["op"], pruned.edge_sets["feeds"].adjacency
+  slots = op["config_slot"].numpy()
+  configs = 20  # fewer than a call's 32
+  arrays = {"node_feat": op["feat"].numpy(), "node_opcode": op["opcode"].numpy().astype(np.uint8),
+            "edge_index": np.stack([feeds.target.numpy(), feeds.source.numpy()], 1),
+            "node_config_ids": np.argsort(np.where(slots >= 0, slots, slots.size))[:graph.node_config_ids.size],
+            "node_config_feat": graph.node_config_feat[:configs]}
+  nodes, edges, configurable = len(arrays["node_feat"]), len(arrays["edge_index"]), len(arrays["node_config_ids"])
+  buckets = sorted(filter(None, map(static_layout.LayoutBucket.from_signature_name, loaded.signatures)),
+                   key=lambda bucket: bucket.nodes)
+  assert [b.hops for b in buckets] == [1] * len(static_layout.LAYOUT_SIZES)
+  bucket = next(b for b in buckets if nodes <= b.nodes and edges <= b.edges)
+  rng = np.random.default_rng(0)
+  padded = {  # filler rows of noise and edges naming real ops: the real component must not read them
+      "node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
+      "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
+      "edge_index": rng.integers(0, nodes, [bucket.edges, 2]),
+      "node_config_ids": rng.integers(0, nodes, [bucket.configurable]),
+      "node_config_feat": rng.integers(-1, 6, [bucket.configs, bucket.configurable, 18]).astype(np.float32)}
+  for name, rows in arrays.items():
+    if name == "node_config_feat":
+      padded[name][:configs, :configurable] = rows
+    else:
+      padded[name][:len(rows)] = rows
+  static = loaded.signatures[bucket.signature_name](
+      **padded, num_nodes=np.int32(nodes), num_edges=np.int32(edges), num_configurable=np.int32(configurable),
+      num_configs=np.int32(configs))["scores"].numpy()[:configs]
+  plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
+      node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+      node_config_ids=graph.node_config_ids, node_config_feat=graph.node_config_feat[:configs])["scores"].numpy()
+  np.testing.assert_allclose(static, plain, rtol=1e-5, atol=1e-5)
+  assert np.ptp(plain) > 0
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
-"""A trained tile model as one native shared library with a C interface, as LLVM's MLGO release
-mode embeds its policies: the SavedModel's static signatures (static_shapes.py) compiled ahead of
-time by XLA, the weights frozen into the program, linked with the XLA AOT runtime into
+"""A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
+embeds its policies: the SavedModel's static signatures (tile: static_shapes.py; layout:
+static_layout.py) compiled ahead of time by XLA, the weights frozen into the program, linked with
+the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) into
 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libstdc++, libm, libc)
@@ -15,8 +16,8 @@ per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the
 library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
 (AVX2, FMA) scores 2-3x as fast as plain x86-64 (benchmarks/native.py). Compiling takes each
 bucket's signature through `saved_model_cli aot_compile_cpu`'s own function with XLA_FLAGS (one
-fresh TensorFlow process for all buckets), then g++: 20 seconds to 2 minutes for 5
-buckets, depending on the model and the machine's load.
+fresh TensorFlow process for all buckets), then g++: 20 seconds to a few minutes, depending on the
+model, its number of buckets and the machine's load.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import sys
 from typing import Union
 
 from tpu_graphs.data import errors, storage
-from tpu_graphs.export import static_shapes
+from tpu_graphs.export import static_layout, static_shapes
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
@@ -41,51 +42,60 @@ NATIVE_DIR_NAME = "native"
 # CPU level -> (LLVM CPU of the model's code, the runtime archive built for it in the Bazel output).
 CPUS = {"x86-64": ("", "libxla_aot_runtime.a"), "x86-64-v3": ("haswell", "libxla_aot_runtime_x86_64_v3.a")}
 _SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
+# Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
+# a compiler that links its own XLA does not clash with them.
+_EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
 # XLA options of the compiled buckets. Fast math lets LLVM reorder float additions, so reductions
 # vectorize (NaN, infinity, division and math functions stay exact to IEEE); every matrix product
 # becomes XLA's own tiled LLVM IR, without Eigen's packing, which costs more than the arithmetic
 # for matrices of a few dozen rows. Together 10% faster calls (benchmarks/native.py).
 XLA_FLAGS = "--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm"
-# Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
-# a compiler that links its own XLA does not clash with them.
-_EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
 
 
-def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[static_shapes.Bucket]:
-  """The static tile signatures of a SavedModel, smallest first. Raises errors.InputError where
-  it has none (a layout model, or a tile model exported before static signatures existed)."""
+Bucket = Union[static_shapes.Bucket, static_layout.LayoutBucket]
+
+
+def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
+  """The static signatures of a SavedModel (tile or layout), smallest first. Raises
+  errors.InputError where it has none: a model exported before static signatures existed, or a
+  layout model that does not prune its graphs (prune_hops None), whose graphs are too large to pad."""
   from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
   names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
-  buckets = sorted((static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names)
-                    if match), key=lambda bucket: (bucket.nodes, bucket.edges))
+  buckets = [static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names) if match]
+  buckets += [bucket for bucket in map(static_layout.LayoutBucket.from_signature_name, names) if bucket]
   if not buckets:
-    raise errors.InputError(f"{export_dir}: no static tile signatures (static_tile_n*_e*_c*): only tile models "
-                            "exported by this version compile to a native library; layout models are served "
-                            "through the C API (native/rank --mode=capi)")
-  return buckets
+    raise errors.InputError(f"{export_dir}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
+                            "only tile models and layout models that prune their graphs (prune_hops set), exported "
+                            "by this version, compile to a native library; others are served through the C API "
+                            "(native/rank --mode=capi)")
+  return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
 
 
-def _class_name(bucket: static_shapes.Bucket) -> str:
+def _is_layout(buckets: list[Bucket]) -> bool:
+  return isinstance(buckets[0], static_layout.LayoutBucket)
+
+
+def _class_name(bucket: Bucket) -> str:
+  if isinstance(bucket, static_layout.LayoutBucket):
+    return f"LayoutH{bucket.hops}N{bucket.nodes}E{bucket.edges}K{bucket.configurable}C{bucket.configs}"
   return f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}"
 
 
-def _compile_signatures_in_fresh_process(export_dir: str, buckets: list[static_shapes.Bucket], aot_dir: pathlib.Path,
-                                         target_cpu: str) -> None:
-  """_compile_signatures with XLA_FLAGS, in a fresh Python: XLA reads its flags once per process,
-  so where this one has compiled before (a jit-compiled step, an earlier model) they would go
-  unread, aot_compile_cpu's own single-threading flag included."""
-  arguments = json.dumps([export_dir, [dataclasses.astuple(bucket) for bucket in buckets], str(aot_dir), target_cpu])
-  program = ("import json, sys; from tpu_graphs.export import native_library as n, static_shapes as s; "
-             "d, b, a, c = json.loads(sys.argv[1]); n._compile_signatures(d, [s.Bucket(*x) for x in b], n.pathlib.Path(a), c)")
+def _compile_signatures_in_fresh_process(export_dir: str, aot_dir: pathlib.Path, target_cpu: str) -> None:
+  """_compile_signatures of every bucket with XLA_FLAGS, in a fresh Python: XLA reads its flags
+  once per process, so where this one has compiled before (a jit-compiled step, an earlier model)
+  they would go unread, aot_compile_cpu's own single-threading flag included."""
+  program = ("import sys; from tpu_graphs.export import native_library as n; "
+             "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.compiled_buckets(d), n.pathlib.Path(a), c)")
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
                  "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {XLA_FLAGS}".strip()}
-  result = subprocess.run([sys.executable, "-c", program, arguments], env=environment, capture_output=True, text=True,
-                          check=False)
+  result = subprocess.run([sys.executable, "-c", program, export_dir, str(aot_dir), target_cpu], env=environment,
+                          capture_output=True, text=True, check=False)
   if result.returncode != 0:
     raise RuntimeError(f"compiling the static signatures of {export_dir} failed:\n{result.stderr[-4000:]}")
 
 
-def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], aot_dir: pathlib.Path,
+def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib.Path,
                         target_cpu: str) -> None:
   """One header and object per bucket, as `saved_model_cli aot_compile_cpu` writes them (frozen
   weights, single-threaded, for LLVM's `target_cpu`; "" is any x86-64)."""
@@ -98,21 +108,26 @@ def _compile_signatures(export_dir: str, buckets: list[static_shapes.Bucket], ao
         cpp_class=f"tpu_graphs_native::{_class_name(bucket)}", target_triple="x86_64-pc-linux", target_cpu=target_cpu)
 
 
-def _buckets_header(buckets: list[static_shapes.Bucket]) -> str:
+def _buckets_header(buckets: list[Bucket]) -> str:
+  """What model_library.cc (tile) or layout_library.cc includes: X(class, sizes...) per bucket."""
   includes = "".join(f'#include "aot/{_class_name(bucket)}.h"\n' for bucket in buckets)
-  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {b.nodes}, {b.edges}, {b.configs})" for b in buckets)
-  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define TPU_GRAPHS_FOR_EACH_BUCKET(X) {entries}\n"
+  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {', '.join(map(str, dataclasses.astuple(b)))})"
+                     for b in buckets)
+  macro = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else "TPU_GRAPHS_FOR_EACH_BUCKET"
+  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define {macro}(X) {entries}\n"
 
 
-def _link(work: pathlib.Path, buckets: list[static_shapes.Bucket], runtime_archive: pathlib.Path,
+def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
           include_dir: pathlib.Path, cpu: str) -> None:
   (work / "buckets.h").write_text(_buckets_header(buckets))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
   objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
+  sources = [str(NATIVE_SOURCES / name) for name in (
+      ("layout_library.cc", "layout_pruning.cc") if _is_layout(buckets) else ("model_library.cc",))]
   cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
   command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
              '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
-             "-o", str(work / LIBRARY_NAME), str(NATIVE_SOURCES / "model_library.cc"), *objects,
+             "-o", str(work / LIBRARY_NAME), *sources, *objects,
              str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
@@ -141,13 +156,13 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
   def write(path: str) -> None:
     work = pathlib.Path(path)
     (work / "aot").mkdir(parents=True)
-    _compile_signatures_in_fresh_process(export_dir, buckets, work / "aot", target_cpu)
+    _compile_signatures_in_fresh_process(export_dir, work / "aot", target_cpu)
     _link(work, buckets, runtime_archive, include_dir, cpu)
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
-        "buckets": [{"signature": b.signature_name, "nodes": b.nodes, "edges": b.edges, "configs": b.configs}
-                    for b in buckets]}, indent=1) + "\n")
+        "kind": "layout" if _is_layout(buckets) else "tile",
+        "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
   storage.atomic_directory(native_dir, write)

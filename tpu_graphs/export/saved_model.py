@@ -35,7 +35,8 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
-from tpu_graphs.export import static_shapes
+from tpu_graphs.export import static_layout, static_shapes
+from tpu_graphs.models import layout_preprocessing
 from tpu_graphs.train import inputs, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
@@ -189,15 +190,26 @@ class ServingModule(tf.Module):
         lambda examples: scores(checked_examples(
             kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
-    # Tile only: pruning makes a layout graph's size data-dependent, which XLA cannot compile.
-    self.static_scores = [] if kind != "tile" else [
-        tf.function(lambda *arrays: {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)},
-                    input_signature=static_shapes.input_specs(bucket))
-        for bucket in static_shapes.TILE_BUCKETS]
+    # Static shapes for XLA AOT: tile kernels as they are; layout graphs only as the host prunes
+    # them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
+    def bucket_scores(*arrays) -> dict:
+      if kind == "tile":
+        return {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)}
+      return {"scores": scored(static_layout.padded_layout_graph(*arrays))}
+
+    if kind == "tile":
+      self.static_buckets = static_shapes.TILE_BUCKETS
+    elif isinstance(preprocess, layout_preprocessing.Pruning):
+      self.static_buckets = static_layout.layout_buckets(preprocess.hops, CONFIGS_PER_CALL["layout"])
+    else:
+      self.static_buckets = ()
+    self.static_scores = [
+        tf.function(bucket_scores,
+                    input_signature=(static_shapes if kind == "tile" else static_layout).input_specs(bucket))
+        for bucket in self.static_buckets]
 
   def signatures(self) -> dict:
-    static = {} if not self.static_scores else {
-        bucket.signature_name: function for bucket, function in zip(static_shapes.TILE_BUCKETS, self.static_scores)}
+    static = {bucket.signature_name: function for bucket, function in zip(self.static_buckets, self.static_scores)}
     return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **static}
 
 

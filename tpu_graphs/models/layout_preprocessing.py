@@ -18,6 +18,7 @@ All functions work on merged batches (b components); node indices are global.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable
 
 import numpy as np
@@ -142,6 +143,17 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
   return tfgnn.GraphTensor.from_pieces(
       context=graph.context, node_sets={**graph.node_sets, "op": pruned_op},
       edge_sets={**graph.edge_sets, "feeds": pruned_feeds, "configures": pruned_configures})
+
+
+@dataclasses.dataclass(frozen=True)
+class Pruning:
+  """`prune_to_configurable` with `hops` as a structure transform (tasks.LayoutTask) that says its
+  setting: the export reads `hops` to write static signatures for graphs the host prunes the same
+  way (tpu_graphs/export/static_layout.py)."""
+  hops: int
+
+  def __call__(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+    return prune_to_configurable(graph, self.hops)
 
 
 def op_feature_statistics(node_features: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -89,7 +89,7 @@ class LayoutTask(Task):
     prune_hops-hop neighbourhood (layout_preprocessing.prune_to_configurable) as it is read."""
     self.prune_hops = prune_hops
     if prune_hops is not None:
-      self.structure_transform = lambda structure: layout_preprocessing.prune_to_configurable(structure, prune_hops)
+      self.structure_transform = layout_preprocessing.Pruning(prune_hops)
 
   def settings(self) -> dict:
     return {"prune_hops": self.prune_hops}
