@@ -66,9 +66,9 @@ class LayoutModel:
   prune_hops: Optional[int] = 0  # keep configurable ops and their k-hop neighbourhood; None keeps all
   dedup: bool = True  # merge training configs with identical features
   normalize: bool = True  # standardize log-scaled op features with training statistics
-  # Graph Segment Training (layout_model.SegmentedScorer) on graphs of more ops than this: whole
-  # programs train and score in the memory of one segment (train/memory_plan.py); graphs the
-  # default pruning leaves (unet3d: 56 ops) are one segment and train as before. None = off.
+  # Graph Segment Training (layout_model.SegmentedScorer) where a graph has more ops than this:
+  # whole programs train and score in the memory of one segment (train/memory_plan.py); where the
+  # pruning leaves every graph shorter (unet3d: 56 ops), the model is the plain one. None = off.
   segment_size: Optional[int] = 256
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
   # programs that helped (3 config splits each: unet3d 0.826 vs 0.793, unet_3d.4x4.bf16 0.411 vs
@@ -101,9 +101,16 @@ class LayoutModel:
       statistics = layout_preprocessing.op_feature_statistics(
           npz.read_graph(path, stream_configs=True).node_feat
           for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
+    # Graph Segment Training only where some graph of the collection, pruned, is longer than a
+    # segment: other runs build the plain model (which XLA also compiles: the segments' table does not).
+    segment_size = self.segment_size
+    if segment_size is not None and memory_plan.largest_ops(memory_plan.manifest(
+        [storage.join(storage.parent(train_npz_dir), split) for split in graphs.SPLITS],
+        self.prune_hops)) <= segment_size:
+      segment_size = None
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
-        segment_size=self.segment_size, graph_norm=self.graph_norm,
+        segment_size=segment_size, graph_norm=self.graph_norm,
         cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
 
 

@@ -45,21 +45,27 @@ class GraphSize:
   configs: int
 
 
-def _pruned_counts(node_config_ids: np.ndarray, edge_index: np.ndarray, num_ops: int, hops: int) -> tuple[int, int]:
-  """(ops, feeds edges) the task's pruning (layout_preprocessing.prune_to_configurable) keeps."""
+@functools.lru_cache(maxsize=8)
+def _pruned_counter(hops: int):
+  """A traced function (keep, sources, targets) -> (ops, feeds edges) that pruning by `hops` keeps,
+  traced once per hop count (kept_data_flow's loop runs once per topological level)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top: only pruned plans need it
   from tpu_graphs.models import layout_preprocessing  # pylint: disable=g-import-not-at-top
 
-  @tf.function  # traced: kept_data_flow's loop runs once per topological level
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.bool)] + [tf.TensorSpec([None], tf.int64)] * 2)
   def counts(keep, sources, targets):
     keep = layout_preprocessing.neighbourhood(keep, sources, targets, hops)
-    return tf.reduce_sum(tf.cast(keep, tf.int64)), tf.shape(layout_preprocessing.kept_data_flow(keep, sources,
-                                                                                                 targets))[0]
+    flow = layout_preprocessing.kept_data_flow(keep, sources, targets)
+    return tf.reduce_sum(tf.cast(keep, tf.int64)), tf.shape(flow, tf.int64)[0]
 
+  return counts
+
+
+def _pruned_counts(node_config_ids: np.ndarray, edge_index: np.ndarray, num_ops: int, hops: int) -> tuple[int, int]:
+  """(ops, feeds edges) the task's pruning (layout_preprocessing.prune_to_configurable) keeps."""
   keep = np.zeros(num_ops, bool)
   keep[node_config_ids] = True
-  ops, edges = counts(tf.constant(keep), tf.constant(edge_index[:, 1], tf.int64),
-                      tf.constant(edge_index[:, 0], tf.int64))
+  ops, edges = _pruned_counter(hops)(keep, edge_index[:, 1].astype(np.int64), edge_index[:, 0].astype(np.int64))
   return int(ops), int(edges)
 
 
@@ -71,6 +77,11 @@ def graph_size(path: str, prune_hops: Optional[int]) -> GraphSize:
   if prune_hops is not None:
     ops, edges = _pruned_counts(np.asarray(graph.node_config_ids), np.asarray(graph.edge_index), ops, prune_hops)
   return GraphSize(str(path), ops, edges, int(len(graph.node_config_ids)), int(graph.num_configs))
+
+
+def largest_ops(sizes: dict[str, list[GraphSize]]) -> int:
+  """The most ops of any graph of the manifest."""
+  return max((graph.ops for graphs in sizes.values() for graph in graphs), default=0)
 
 
 def manifest(split_dirs: Sequence, prune_hops: Optional[int]) -> dict[str, list[GraphSize]]:
