@@ -12,8 +12,9 @@ x units, float32) and messages (edges x configs x units) of the ops one model ca
   largest graph, forward only, one segment at a time.
 
 Sizes are counted after pruning (the records' manifest: ops, edges, configurable ops per graph,
-pruned as the task prunes them). The bytes per op and edge slot are calibrated on measured peak
-RSS of layout_train.py runs on unet3d (benchmarks/full_graph.py compares estimate and measurement).
+pruned as the task prunes them). The constants below were set from the activations a step keeps
+and checked against measured peak RSS of layout_train.py on unet3d, pruned and whole
+(benchmarks/full_graph.py prints plan / measured); they are this machine's (CPU, float32).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import numpy as np
 from tpu_graphs.data import errors, npz, storage
 
 GIB = 2 ** 30
-# Calibration (benchmarks/full_graph.py, layout_train.py on unet3d, this machine): resident memory
-# of a layout run before its first step (TensorFlow, Keras, the input pipeline), and the bytes one
-# (op or edge) x config slot costs per hidden unit and layer when training, and when scoring.
+# Resident memory of a layout run beside its model calls (TensorFlow, Keras, the input pipeline),
+# and the bytes one (op or edge) x config slot costs per hidden unit (and layer, when training):
+# float32 values of about 7 activations kept per slot, unit and layer for the gradient, 6 alive
+# at once when scoring. Checked in benchmarks/full_graph.py (plan / measured).
 BASE_BYTES = 1.1 * GIB
 TRAINING_BYTES_PER_SLOT_UNIT_LAYER = 4 * 7.0
 SCORING_BYTES_PER_SLOT_UNIT = 4 * 6.0
