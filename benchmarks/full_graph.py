@@ -1,7 +1,7 @@
 """Whole-graph layout training against pruned: peak memory, speed, held-out ranking, and the memory plan.
 
   python benchmarks/full_graph.py                                   # unet3d config split, 3 settings
-  python benchmarks/full_graph.py --epochs 2 --hops=0,-1 --nlp      # shorter; also the 21,918-op nlp graph
+  python benchmarks/full_graph.py --epochs 1 --hops=0,-1 --nlp      # shorter; also the 21,918-op nlp graph
 
 For each --hops setting (0, 1: pruned to the configurable ops' k-hop neighbourhood; -1: the whole
 graph, trained with Graph Segment Training, the recipe's --segment_size), `baselines/layout_train.py`
@@ -13,7 +13,7 @@ run's printed memory plan, and Kendall's tau of its predictions on the test quar
 runtimes the run never sees.
 
 With --nlp, the sample's 21,918-op nlp default file (a test file: no runtimes) runs one epoch of
---nlp_steps steps for memory and speed only: its copies for train (all configs) and valid (the first
+--nlp_steps steps per --nlp_hops setting for memory and speed only: its copies for train (all configs) and valid (the first
 256 configs, one scoring chunk) carry placeholder runtimes (config index + 1), so no ranking figure
 is reported for it.
 
@@ -44,6 +44,7 @@ from tpu_graphs.train import memory_plan, metrics
 _HOPS = flags.DEFINE_list("hops", ["0", "1", "-1"], "--prune_hops settings to compare (-1 = whole graph).")
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Epochs of each unet3d run (the recipe's 10 by default).")
 _NLP = flags.DEFINE_bool("nlp", False, "Also run the 21,918-op nlp graph (memory and speed only).")
+_NLP_HOPS = flags.DEFINE_list("nlp_hops", ["-1"], "--prune_hops settings of the nlp graph.")
 _NLP_STEPS = flags.DEFINE_integer("nlp_steps", 4, "Steps of the nlp graph's one epoch.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("full_graph")), "Markdown table to write.")
 UNET3D = "npz/layout/xla/default/train/unet3d.npz"
@@ -145,7 +146,7 @@ def nlp_runs(work: pathlib.Path) -> list[Measured]:
                     None)
 
   return [measured_once(NLP_NAME, hops, _NLP_STEPS.value, lambda hops=hops: measure(hops))
-          for hops in map(int, _HOPS.value)]
+          for hops in map(int, _NLP_HOPS.value)]
 
 
 def table(results: list[Measured]) -> str:
