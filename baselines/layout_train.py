@@ -15,8 +15,10 @@ cosine decay of the learning rate, the best epoch on the valid split kept.
 Scale techniques, each a flag: --prune_hops (keep configurable ops and their k-hop neighbourhood;
 -1 keeps every op), --dedup (merge training configs with identical features, runtimes averaged),
 --normalize (standardize log-scaled op features with training statistics), --segment_size (Graph
-Segment Training; 0 = off). Configs stream from records in chunks of --configs_per_chunk; the
-model scores every config of the validation and test graphs, chunk by chunk.
+Segment Training where a pruned graph is longer than a segment; 0 = off). Configs stream from records
+in chunks of --configs_per_chunk; the model scores every config of the validation and test graphs,
+chunk by chunk. Before any work the run prints its memory plan (tpu_graphs/train/memory_plan.py) and
+refuses, naming flags that would fit, a plan beyond the memory available (--memory_limit_gb).
 
 Run directory as tiles_train.py: config.json, metrics.json (Kendall's tau, OPA, top-K slowdown per
 graph; the mean tau is the Kaggle layout score), predictions.csv (every config index, best
@@ -49,7 +51,9 @@ _PRUNE_HOPS = flags.DEFINE_integer(
     "cheap: 1 hop on the 21,918-op nlp test graph keeps 2,850 ops joined by 51k edges.")
 _DEDUP = flags.DEFINE_bool("dedup", None, "Merge training configs with identical features.")
 _NORMALIZE = flags.DEFINE_bool("normalize", None, "Standardize log-scaled op features with training statistics.")
-_SEGMENT_SIZE = flags.DEFINE_integer("segment_size", None, "Graph Segment Training segment size in ops; 0 = off.")
+_SEGMENT_SIZE = flags.DEFINE_integer(
+    "segment_size", None, "Graph Segment Training (segments, one drawn per step, the rest from a score table) "
+    "where a graph, pruned, has more ops than this (the recipe: 256); 0 = off.")
 _GRAPH_NORM = flags.DEFINE_bool("graph_norm", None, "GraphNorm over a graph's ops after every round.")
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
     "cross_config_attention", None, "Attention over the configs of a list before scoring (scores then depend on the "

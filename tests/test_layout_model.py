@@ -52,7 +52,7 @@ def test_segment_training_sends_gradients_only_to_the_sampled_segment():
       graph = records.graph_tensor_from_arrays("layout", features, np.zeros(40, np.uint8), edges,
                                                node_config_ids=configurable, node_config_feat=node_config_feat)
       loss = tf.reduce_sum(model(graph, training=True) ** 2)
-    rows = np.flatnonzero(np.abs(tape.gradient(loss, features).numpy()).sum(axis=1) > 0)
+    rows = np.flatnonzero(np.abs(tf.convert_to_tensor(tape.gradient(loss, features)).numpy()).sum(axis=1) > 0)
     assert rows.size > 0 and np.unique(rows // 10).size == 1  # one segment of 10 ops
     reached.add(int(rows[0] // 10))
   assert len(reached) > 1  # the segment is resampled each step
@@ -61,7 +61,7 @@ def test_segment_training_sends_gradients_only_to_the_sampled_segment():
     graph = records.graph_tensor_from_arrays("layout", features, np.zeros(40, np.uint8), edges,
                                              node_config_ids=configurable, node_config_feat=node_config_feat)
     loss = tf.reduce_sum(model(graph) ** 2)
-  assert np.unique(np.flatnonzero(np.abs(tape.gradient(loss, features).numpy()).sum(axis=1) > 0) // 10).size == 4
+  assert np.unique(np.flatnonzero(np.abs(tf.convert_to_tensor(tape.gradient(loss, features)).numpy()).sum(axis=1) > 0) // 10).size == 4
 
 
 def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_once(tmp_path):
@@ -113,17 +113,32 @@ def test_main_job_ranks_programs_it_never_saw(tmp_path):
   assert result["valid"]["mean"]["kendall_tau"] > 0.55
 
 
+def _trained_segments(model, graph_arrays, steps: int) -> list[int]:
+  """The segment of 10 ops whose op features get gradients, per training step."""
+  node_feat, edges, configurable, node_config_feat = graph_arrays
+  features = tf.constant(node_feat)
+  segments = []
+  for _ in range(steps):
+    with tf.GradientTape() as tape:
+      tape.watch(features)
+      graph = records.graph_tensor_from_arrays("layout", features, np.zeros(len(node_feat), np.uint8), edges,
+                                               node_config_ids=configurable, node_config_feat=node_config_feat)
+      loss = tf.reduce_sum(model(graph, training=True) ** 2)
+    segments.append(int(np.flatnonzero(np.abs(tf.convert_to_tensor(tape.gradient(loss, features)).numpy()).sum(axis=1) > 0)[0] // 10))
+  return segments
+
+
 def test_segment_draws_resume_from_a_checkpoint_as_they_would_have_continued(tmp_path):
-  node_feat, edges, configurable, node_config_feat = _chain_program(num_nodes=200)
-  graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(200, np.uint8), edges,
-                                           node_config_ids=configurable, node_config_feat=node_config_feat)
-  sampler = layout_model.SegmentSampler(10)
-  sampler(graph, training=True)
-  path = tf.train.Checkpoint(sampler=sampler).write(str(tmp_path / "checkpoint"))
-  continued = [np.flatnonzero(sampler(graph, training=True).numpy())[0] for _ in range(5)]
-  restored = layout_model.SegmentSampler(10)  # as a new process would build it
-  tf.train.Checkpoint(sampler=restored).read(path).assert_consumed()
-  assert [np.flatnonzero(restored(graph, training=True).numpy())[0] for _ in range(5)] == continued
+  arrays = _chain_program(num_nodes=200)
+  graph = records.graph_tensor_from_arrays("layout", arrays[0], np.zeros(200, np.uint8), arrays[1],
+                                           node_config_ids=arrays[2], node_config_feat=arrays[3])
+  model = layout_model.build_layout_model(graph.spec, units=8, num_layers=1, segment_size=10)
+  _trained_segments(model, arrays, 1)
+  path = tf.train.Checkpoint(model=model).write(str(tmp_path / "checkpoint"))
+  continued = _trained_segments(model, arrays, 5)
+  restored = layout_model.build_layout_model(graph.spec, units=8, num_layers=1, segment_size=10)  # a new process's
+  tf.train.Checkpoint(model=restored).read(path).assert_consumed()
+  assert _trained_segments(restored, arrays, 5) == continued
   assert len(set(continued)) > 1
 
 

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import convert, readers, records
 from tpu_graphs.models import layout_preprocessing
@@ -133,15 +134,27 @@ def test_feature_statistics_standardize_log_scaled_features():
   np.testing.assert_allclose(np.delete(std, 7), 1, atol=1e-3)
 
 
-def test_segment_mask_picks_one_whole_segment_per_graph():
+def test_segments_drawn_hold_configurable_ops_and_cut_into_graphs_of_their_own():
   node_feat, edges, configurable, node_config_feat = _random_program(5, num_nodes=60)
   graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(60, np.uint8), edges,
                                            node_config_ids=configurable, node_config_feat=node_config_feat)
-  for seed in range(5):
-    mask = layout_preprocessing.segment_training_mask(graph, 25, tf.random.Generator.from_seed(seed)).numpy()
-    segment = np.flatnonzero(mask) // 25
-    assert np.unique(segment).size == 1
-    assert mask.sum() == (25 if segment[0] < 2 else 10)
+  segment, counts = (t.numpy() for t in layout_preprocessing.op_segments(graph, 25))
+  np.testing.assert_array_equal(segment, np.arange(60) // 25)
+  assert counts.tolist() == [3]
+  holding = set(np.asarray(configurable) // 25)
+  drawn = {int(layout_preprocessing.draw_configurable_segments(graph, 25, tf.random.Generator.from_seed(seed))[0])
+           for seed in range(20)}
+  assert drawn == holding
+  part = layout_preprocessing.segment_subgraph(graph, tf.constant(segment == 1))
+  assert int(part.node_sets["op"].total_size) == 25
+  np.testing.assert_array_equal(part.node_sets["op"]["feat"].numpy(), node_feat[25:50])
+  producers, consumers = (part.edge_sets["feeds"].adjacency[side].numpy() for side in (tfgnn.SOURCE, tfgnn.TARGET))
+  inside = [(p - 25, c - 25) for c, p in edges if 25 <= c < 50 and 25 <= p < 50]
+  assert sorted(zip(producers.tolist(), consumers.tolist())) == sorted(inside)
+  configured = part.edge_sets["configures"].adjacency.target.numpy()
+  assert sorted(set(configured.tolist())) == sorted(j - 25 for j in configurable if 25 <= j < 50)
+  assert part.edge_sets["belongs_to"].adjacency.source.numpy().tolist() == (
+      part.edge_sets["configures"].adjacency.source.numpy().tolist())
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from tpu_graphs import programs
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
-from tpu_graphs.train import experiments, losses, strategies, trainer
+from tpu_graphs.train import experiments, losses, memory_plan, strategies, trainer
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
@@ -23,6 +23,9 @@ EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS)
 DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ),
                                 "A TpuGraphs npz tree holding the collection's {train,valid,test} splits.")
 RECORDS_DIR = flags.DEFINE_string("records_dir", None, "Where converted records go; default <out_dir>/records.")
+MEMORY_LIMIT_GB = flags.DEFINE_float(
+    "memory_limit_gb", None, "Memory the run may use (GiB); a layout run whose memory plan (printed before any "
+    "work) exceeds it is refused, naming flags that would fit. Default: the memory available now.")
 TPU = flags.DEFINE_string("tpu", None, "TPU name or address ('local' on a TPU VM); train with TPUStrategy.")
 # TrainingConfig field -> its override flag.
 TRAINING_FLAGS = {
@@ -66,6 +69,11 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
   experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
+  planned = experiments.planned_memory(experiment, DATA_ROOT.value)
+  if planned:
+    sizes, plan = planned
+    print(plan.summary(), flush=True)
+    memory_plan.check(sizes, plan, None if MEMORY_LIMIT_GB.value is None else MEMORY_LIMIT_GB.value * memory_plan.GIB)
   print(f"{collection}: {experiments.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
   result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
                              exporters=[saved_model.export_to_run_directory])

@@ -10,8 +10,9 @@ model was trained on must therefore be computed by the model itself:
   differ between configs.
 * `OpFeatureNormalization`: log-scaled op features standardized with statistics of the training
   graphs (`op_feature_statistics`), stored as weights of the layer.
-* `segment_training_mask`: Graph Segment Training's choice of one segment per graph whose ops
-  receive gradients; the model stops gradients everywhere else.
+* `op_segments`, `draw_configurable_segments`, `segment_subgraph`: Graph Segment Training's
+  segments of a graph, the one drawn per graph and step, and a segment as a graph of its own
+  (layout_model.SegmentedScorer).
 
 All functions work on merged batches (b components); node indices are global.
 """
@@ -28,7 +29,7 @@ import tensorflow_gnn as tfgnn
 from tpu_graphs.models import gnn
 
 
-def _neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, hops: int) -> tf.Tensor:
+def neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, hops: int) -> tf.Tensor:
   """(n,) bool: `keep` grown by `hops` steps along edges in both directions."""
   num_nodes = tf.shape(keep)[0]
   for _ in range(hops):
@@ -122,7 +123,7 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
   feeds = graph.edge_sets["feeds"]
   index_dtype = feeds.adjacency.source.dtype
   sources, targets = tf.cast(feeds.adjacency.source, tf.int64), tf.cast(feeds.adjacency.target, tf.int64)
-  keep = _neighbourhood(op["config_slot"] >= 0, sources, targets, hops)
+  keep = neighbourhood(op["config_slot"] >= 0, sources, targets, hops)
   kept_ops = tf.where(keep)[:, 0]
   new_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
   components = tf.cast(graph.num_components, tf.int64)
@@ -193,8 +194,9 @@ class OpFeatureNormalization(tf.keras.layers.Layer):
     return {**super().get_config(), "width": int(self.mean.shape[0])}
 
 
-def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, generator: tf.random.Generator) -> tf.Tensor:
-  """(n,) bool: the ops of one segment per graph, drawn uniformly from `generator`, that receive gradients.
+def op_segments(graph: tfgnn.GraphTensor, segment_size: int) -> tuple[tf.Tensor, tf.Tensor]:
+  """Graph Segment Training's segments: (n,) int64 segment of every op within its graph, and (b,)
+  int64 segments per graph (at least 1).
 
   Segments are runs of `segment_size` consecutive ops of a graph (ops are stored in program
   order, so a run is a connected stretch of the program), as in Graph Segment Training.
@@ -202,7 +204,67 @@ def segment_training_mask(graph: tfgnn.GraphTensor, segment_size: int, generator
   sizes = tf.cast(graph.node_sets["op"].sizes, tf.int64)
   component = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
   position = tf.range(tf.reduce_sum(sizes)) - tf.gather(tf.cumsum(sizes, exclusive=True), component)
-  segments = tf.maximum((sizes + segment_size - 1) // segment_size, 1)
+  return position // segment_size, tf.maximum((sizes + segment_size - 1) // segment_size, 1)
+
+
+def draw_configurable_segments(graph: tfgnn.GraphTensor, segment_size: int,
+                               generator: tf.random.Generator) -> tf.Tensor:
+  """(b,) int64: per graph, one segment drawn uniformly (from `generator`) among its segments that
+  hold a configurable op; segment 0 for a graph without any.
+
+  A segment without configurable ops scores every config alike, so it cannot move a ranking loss:
+  drawing it would waste the step.
+  """
+  segment, counts = op_segments(graph, segment_size)
+  sizes = tf.cast(graph.node_sets["op"].sizes, tf.int64)
+  num_graphs = tf.shape(sizes, tf.int64)[0]
+  component = tf.repeat(tf.range(num_graphs), sizes)
+  most = tf.reduce_max(tf.concat([counts, [1]], 0))
+  configurable = tf.cast(graph.node_sets["op"]["config_slot"] >= 0, tf.int64)
+  held = tf.math.unsorted_segment_max(configurable, component * most + segment, num_graphs * most)
+  held = tf.reshape(tf.maximum(held, 0), [num_graphs, most])  # (b, segments): 1 where configurable
   draws = generator.uniform(tf.shape(sizes))
-  sampled = tf.minimum(tf.cast(draws * tf.cast(segments, tf.float32), tf.int64), segments - 1)
-  return position // segment_size == tf.gather(sampled, component)
+  choices = tf.maximum(tf.reduce_sum(held, axis=1), 1)
+  nth = tf.minimum(tf.cast(draws * tf.cast(choices, tf.float32), tf.int64), choices - 1)  # the nth such segment
+  passed = tf.cumsum(held, axis=1, exclusive=True)
+  chosen = tf.argmax(tf.cast((held > 0) & (passed == nth[:, tf.newaxis]), tf.int32), axis=1)
+  return tf.cast(chosen, tf.int64)
+
+
+def segment_subgraph(graph: tfgnn.GraphTensor, keep: tf.Tensor) -> tfgnn.GraphTensor:
+  """The layout graph restricted to the ops `keep` ((n,) bool): `feeds` edges between kept ops,
+  `configures` / `belongs_to` edges of node_configs whose op is kept (node sets other than op pass
+  through; models read node_config rows along `configures`). Edges that cross out of the kept ops
+  are cut, as Graph Segment Training's segments are separate graphs. Works on merged batches."""
+  op = graph.node_sets["op"]
+  feeds, configures, belongs_to = (graph.edge_sets[name] for name in ("feeds", "configures", "belongs_to"))
+  components = tf.cast(graph.num_components, tf.int64)
+  op_component = tf.repeat(tf.range(components), tf.cast(op.sizes, tf.int64))
+  kept_ops = tf.where(keep)[:, 0]
+  new_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
+
+  def edges(edge_set, source_set, source, target, kept, component):
+    dtype = edge_set.adjacency.source.dtype
+    sizes = tf.math.unsorted_segment_sum(tf.cast(kept, edge_set.sizes.dtype), component, components)
+    return tfgnn.EdgeSet.from_fields(sizes=sizes, adjacency=tfgnn.Adjacency.from_indices(
+        (source_set[0], tf.cast(tf.boolean_mask(source, kept), dtype)),
+        (source_set[1], tf.cast(tf.boolean_mask(target, kept), dtype))))
+
+  feed_sources, feed_targets = (tf.cast(index, tf.int64) for index in (feeds.adjacency.source, feeds.adjacency.target))
+  kept_feeds = tf.gather(keep, feed_sources) & tf.gather(keep, feed_targets)
+  configured_op = tf.cast(configures.adjacency.target, tf.int64)
+  kept_configures = tf.gather(keep, configured_op)
+  configures_component = tf.gather(op_component, configured_op)
+  return tfgnn.GraphTensor.from_pieces(
+      context=graph.context,
+      node_sets={**graph.node_sets, "op": tfgnn.NodeSet.from_fields(
+          sizes=tf.math.unsorted_segment_sum(tf.cast(keep, op.sizes.dtype), op_component, components),
+          features={name: tf.gather(value, kept_ops) for name, value in op.features.items()})},
+      edge_sets={**graph.edge_sets,
+                 "feeds": edges(feeds, ("op", "op"), tf.gather(new_index, feed_sources),
+                                tf.gather(new_index, feed_targets), kept_feeds, tf.gather(op_component, feed_sources)),
+                 "configures": edges(configures, ("node_config", "op"), configures.adjacency.source,
+                                     tf.gather(new_index, configured_op), kept_configures, configures_component),
+                 # Both edge sets list node_config nodes in the same order (records.join): kept alike.
+                 "belongs_to": edges(belongs_to, ("node_config", "config"), belongs_to.adjacency.source,
+                                     belongs_to.adjacency.target, kept_configures, configures_component)})

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
-from tpu_graphs.train import strategies, tasks, trainer
+from tpu_graphs.train import memory_plan, strategies, tasks, trainer
 
 
 def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
@@ -66,7 +66,10 @@ class LayoutModel:
   prune_hops: Optional[int] = 0  # keep configurable ops and their k-hop neighbourhood; None keeps all
   dedup: bool = True  # merge training configs with identical features
   normalize: bool = True  # standardize log-scaled op features with training statistics
-  segment_size: Optional[int] = None  # Graph Segment Training
+  # Graph Segment Training (layout_model.SegmentedScorer) where a graph has more ops than this:
+  # whole programs train and score in the memory of one segment (train/memory_plan.py); where the
+  # pruning leaves every graph shorter (unet3d: 56 ops), the model is the plain one. None = off.
+  segment_size: Optional[int] = 256
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
   # programs that helped (3 config splits each: unet3d 0.826 vs 0.793, unet_3d.4x4.bf16 0.411 vs
   # 0.370, unet3d -> unet_3d.4x4.bf16 0.251 vs 0.218; benchmarks/real_layout.py), on unseen generated
@@ -98,9 +101,16 @@ class LayoutModel:
       statistics = layout_preprocessing.op_feature_statistics(
           npz.read_graph(path, stream_configs=True).node_feat
           for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
+    # Graph Segment Training only where some graph of the collection, pruned, is longer than a
+    # segment: other runs build the plain model (which XLA also compiles: the segments' table does not).
+    segment_size = self.segment_size
+    if segment_size is not None and memory_plan.largest_ops(memory_plan.manifest(
+        [storage.join(storage.parent(train_npz_dir), split) for split in graphs.SPLITS],
+        self.prune_hops)) <= segment_size:
+      segment_size = None
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
-        segment_size=self.segment_size, graph_norm=self.graph_norm,
+        segment_size=segment_size, graph_norm=self.graph_norm,
         cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
 
 
@@ -227,6 +237,25 @@ def check_batch_fits(experiment: Experiment, train_npz_dir) -> None:
       f"{train_npz_dir}: {len(paths)} training graph(s) give {chunks} config chunk(s) of at most "
       f"{experiment.model.configs_per_chunk} configs, which cannot fill one batch of {batch_size}; pass a "
       f"--batch_size of at most {chunks}, or a --steps_per_epoch to sample lists from repeated passes")
+
+
+def planned_memory(experiment: Experiment, data_root) -> Optional[tuple[dict, memory_plan.Plan]]:
+  """A layout experiment's manifest (sizes of every split's graphs as its pruning leaves them) and
+  memory plan (train/memory_plan.py), read from the npz files alone; None for other kinds or
+  where the collection has no files."""
+  model = experiment.model
+  if not isinstance(model, LayoutModel):
+    return None
+  source = graphs.collection_directory(data_root, experiment.collection)
+  sizes = memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], model.prune_hops)
+  if not any(sizes.values()):
+    return None
+  settings = memory_plan.Settings(
+      batch_size=experiment.training["batch_size"], configs_per_graph=experiment.training["configs_per_graph"],
+      units=model.units, layers=model.layers, segment_size=model.segment_size,
+      configs_per_chunk=model.configs_per_chunk, eval_batch_size=experiment.training["eval_batch_size"],
+      prune_hops=model.prune_hops)
+  return sizes, memory_plan.plan(sizes, settings)
 
 
 def recorded_data_root(run_config: dict) -> Optional[str]:
