@@ -53,7 +53,8 @@ _DEDUP = flags.DEFINE_bool("dedup", None, "Merge training configs with identical
 _NORMALIZE = flags.DEFINE_bool("normalize", None, "Standardize log-scaled op features with training statistics.")
 _SEGMENT_SIZE = flags.DEFINE_integer(
     "segment_size", None, "Graph Segment Training (segments, one drawn per step, the rest from a score table) "
-    "where a graph, pruned, has more ops than this (the recipe: 256); 0 = off.")
+    "in segments of this many ops wherever a graph, pruned, is longer; 0 = off. Default: segments of 256 ops only "
+    "where the plain model's memory plan exceeds 8 GiB (whole programs).")
 _GRAPH_NORM = flags.DEFINE_bool("graph_norm", None, "GraphNorm over a graph's ops after every round.")
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
     "cross_config_attention", None, "Attention over the configs of a list before scoring (scores then depend on the "
@@ -86,7 +87,7 @@ def main(argv):
   if "prune_hops" in model and model["prune_hops"] < 0:
     model["prune_hops"] = None
   if "segment_size" in model:
-    model["segment_size"] = _zero_or_negative_is_none(model["segment_size"])
+    model["segment_size"] = max(model["segment_size"], 0)
   if "config_encodings" in model:
     model["config_encodings"] = tuple(model["config_encodings"])
   training_programs.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",

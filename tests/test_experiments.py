@@ -17,7 +17,7 @@ def test_layout_recipe_is_the_layout_default():
                              "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutModel(
-      units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=256,
+      units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
       graph_norm=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
       configs_per_chunk=256)
 

@@ -63,7 +63,7 @@ def test_the_plan_counts_pruned_graphs_and_grows_with_what_a_step_holds(data_roo
   recipe = experiments.experiment("layout", "layout:xla:default")
   sizes, pruned = experiments.planned_memory(recipe, data_root)
   assert {graph.ops for graph in sizes["train"]} == {NUM_OPS // 20}  # 0 hops: the configurable ops
-  whole = experiments.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": None}), data_root)[1]
+  whole = experiments.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 0}), data_root)[1]
   segmented = experiments.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 100}),
                                          data_root)[1]
   assert whole.largest.ops == NUM_OPS and whole.largest.edges == NUM_OPS - 1

@@ -66,10 +66,13 @@ class LayoutModel:
   prune_hops: Optional[int] = 0  # keep configurable ops and their k-hop neighbourhood; None keeps all
   dedup: bool = True  # merge training configs with identical features
   normalize: bool = True  # standardize log-scaled op features with training statistics
-  # Graph Segment Training (layout_model.SegmentedScorer) where a graph has more ops than this:
-  # whole programs train and score in the memory of one segment (train/memory_plan.py); where the
-  # pruning leaves every graph shorter (unet3d: 56 ops), the model is the plain one. None = off.
-  segment_size: Optional[int] = 256
+  # Graph Segment Training (layout_model.SegmentedScorer), a memory technique. None (the recipe):
+  # segments of AUTO_SEGMENT_SIZE ops only where the plain model's memory plan exceeds
+  # SEGMENT_ABOVE_BYTES, i.e. whole programs (unet3d whole: 20 GiB plain, 2.9 GiB in segments;
+  # benchmarks/full_graph.py), while pruned graphs keep the plain model the real-data figures
+  # measured (whole graphs ranked worse there). N > 0: segments of N ops wherever a graph is
+  # longer. 0: off.
+  segment_size: Optional[int] = None
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
   # programs that helped (3 config splits each: unet3d 0.826 vs 0.793, unet_3d.4x4.bf16 0.411 vs
   # 0.370, unet3d -> unet_3d.4x4.bf16 0.251 vs 0.218; benchmarks/real_layout.py), on unseen generated
@@ -94,20 +97,14 @@ class LayoutModel:
       split_dirs[0] = deduplicated
     _convert_splits(split_dirs, records_root, self.configs_per_chunk)
 
-  def model_builder(self, train_npz_dir) -> trainer.BuildModel:
-    """graph spec -> Keras scorer, with the training split's op feature statistics if normalizing."""
+  def model_builder(self, train_npz_dir, segment_size: Optional[int] = None) -> trainer.BuildModel:
+    """graph spec -> Keras scorer, with the training split's op feature statistics if normalizing,
+    in segments of `segment_size` ops if given (`segment_length` decides it for a run)."""
     statistics = None
     if self.normalize:
       statistics = layout_preprocessing.op_feature_statistics(
           npz.read_graph(path, stream_configs=True).node_feat
           for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
-    # Graph Segment Training only where some graph of the collection, pruned, is longer than a
-    # segment: other runs build the plain model (which XLA also compiles: the segments' table does not).
-    segment_size = self.segment_size
-    if segment_size is not None and memory_plan.largest_ops(memory_plan.manifest(
-        [storage.join(storage.parent(train_npz_dir), split) for split in graphs.SPLITS],
-        self.prune_hops)) <= segment_size:
-      segment_size = None
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
         segment_size=segment_size, graph_norm=self.graph_norm,
@@ -239,23 +236,48 @@ def check_batch_fits(experiment: Experiment, train_npz_dir) -> None:
       f"--batch_size of at most {chunks}, or a --steps_per_epoch to sample lists from repeated passes")
 
 
+# The recipe's Graph Segment Training (LayoutModel.segment_size None): where the plain model's plan
+# exceeds SEGMENT_ABOVE_BYTES, segments of AUTO_SEGMENT_SIZE ops (whole unet3d fits in 3.2 GiB).
+SEGMENT_ABOVE_BYTES = 8 * memory_plan.GIB
+AUTO_SEGMENT_SIZE = 256
+
+
+def _plan_settings(experiment: Experiment, segment_size: Optional[int]) -> memory_plan.Settings:
+  model, training = experiment.model, experiment.training
+  return memory_plan.Settings(
+      batch_size=training["batch_size"], configs_per_graph=training["configs_per_graph"], units=model.units,
+      layers=model.layers, segment_size=segment_size, configs_per_chunk=model.configs_per_chunk,
+      eval_batch_size=training["eval_batch_size"], prune_hops=model.prune_hops)
+
+
+def _layout_manifest(experiment: Experiment, data_root) -> dict:
+  source = graphs.collection_directory(data_root, experiment.collection)
+  return memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], experiment.model.prune_hops)
+
+
+def segment_length(experiment: Experiment, sizes: dict) -> Optional[int]:
+  """The segment length a layout run trains and scores with (None: the plain model), from its
+  manifest (memory_plan.manifest) and LayoutModel.segment_size."""
+  requested = experiment.model.segment_size
+  if requested == 0 or not any(sizes.values()):
+    return None
+  if requested is None:
+    if memory_plan.plan(sizes, _plan_settings(experiment, None)).peak_bytes <= SEGMENT_ABOVE_BYTES:
+      return None
+    requested = AUTO_SEGMENT_SIZE
+  return requested if memory_plan.largest_ops(sizes) > requested else None
+
+
 def planned_memory(experiment: Experiment, data_root) -> Optional[tuple[dict, memory_plan.Plan]]:
   """A layout experiment's manifest (sizes of every split's graphs as its pruning leaves them) and
   memory plan (train/memory_plan.py), read from the npz files alone; None for other kinds or
   where the collection has no files."""
-  model = experiment.model
-  if not isinstance(model, LayoutModel):
+  if not isinstance(experiment.model, LayoutModel):
     return None
-  source = graphs.collection_directory(data_root, experiment.collection)
-  sizes = memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], model.prune_hops)
+  sizes = _layout_manifest(experiment, data_root)
   if not any(sizes.values()):
     return None
-  settings = memory_plan.Settings(
-      batch_size=experiment.training["batch_size"], configs_per_graph=experiment.training["configs_per_graph"],
-      units=model.units, layers=model.layers, segment_size=model.segment_size,
-      configs_per_chunk=model.configs_per_chunk, eval_batch_size=experiment.training["eval_batch_size"],
-      prune_hops=model.prune_hops)
-  return sizes, memory_plan.plan(sizes, settings)
+  return sizes, memory_plan.plan(sizes, _plan_settings(experiment, segment_length(experiment, sizes)))
 
 
 def recorded_data_root(run_config: dict) -> Optional[str]:
@@ -306,5 +328,9 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   prepare_records(experiment, data_root, records_root, out_dir)
   test_dir = storage.join(collection_records, "test")
   config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
-  build = experiment.model.model_builder(train_npz_dir)
+  if isinstance(experiment.model, LayoutModel):
+    build = experiment.model.model_builder(
+        train_npz_dir, segment_length(experiment, _layout_manifest(experiment, data_root)))
+  else:
+    build = experiment.model.model_builder(train_npz_dir)
   return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)
