@@ -14,6 +14,9 @@ the sample (Kendall tau, top-1 and top-10 slowdown of the configs it ranks first
 * real (first --across file): the same experiment trained on a config split of that real file
   (train half, selecting on its valid quarter); it ranks the split's test quarter and every
   config of the other real files (the cross-program row of benchmarks/real_layout.py);
+* generated, then real: the generated-only run's best weights (--init_from) trained further on
+  the real ranker's config split, scored as the real ranker: does pretraining on generated
+  programs help, above all on the files it never trained on (the cross-program rows)?
 * random: a seeded random order, what a ranker that learned nothing scores.
 
 Writes a Markdown table with the machine, date and command to --out (and prints it). Each
@@ -27,6 +30,7 @@ import pathlib
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 from absl import flags
@@ -59,11 +63,15 @@ def write_unlabelled(graph: graphs.LayoutGraph, path: pathlib.Path) -> None:
   npz.write_graph(path, config_split.select_configs(graph, np.arange(graph.num_configs), "test", hide_runtimes=True))
 
 
-def train_and_rank(data_root: pathlib.Path, run_dir: pathlib.Path) -> dict[str, np.ndarray]:
-  """Trains layout_train.py on <data_root>/layout/xla/default; {test graph id: (c,) scores, 0 = predicted fastest}."""
+def train_and_rank(data_root: pathlib.Path, run_dir: pathlib.Path,
+                   init_from: Optional[pathlib.Path] = None) -> dict[str, np.ndarray]:
+  """Trains layout_train.py on <data_root>/layout/xla/default (from the best weights of the run in
+  `init_from`, if given); {test graph id: (c,) scores, 0 = predicted fastest}."""
   command = [sys.executable, str(locations.REPOSITORY / "baselines/layout_train.py"), "--source=xla",
              "--search=default", f"--experiment={_EXPERIMENT.value}", f"--data_root={data_root}",
              f"--out_dir={run_dir}", f"--seed={_SEED.value}"]
+  if init_from:
+    command.append(f"--init_from={init_from}")
   locations.run_with_tree(command, locations.REPOSITORY)
   test_dir = data_root / "layout" / "xla" / "default" / "test"
   sizes = {path.stem: npz.read_graph(path, stream_configs=True).num_configs for path in test_dir.glob("*.npz")}
@@ -124,32 +132,44 @@ def main(argv):
   journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
   results = {r["ranker"]: r for r in benchmark_results.read_journal(journal)}
   real_ranker = f"real {_ACROSS.value}"
+  pretrained_ranker = f"generated, then real {_ACROSS.value}"
 
   def record(result: dict) -> None:
     results[result["ranker"]] = result
     print(benchmark_results.append_to_journal(journal, result), flush=True)
 
+  def real_scores(scores: dict[str, np.ndarray], test_rows: np.ndarray) -> dict[str, dict]:
+    files = {graph_id: scored(graph.runtimes(), scores[graph_id])
+             for graph_id, graph in real.items() if graph_id != _ACROSS.value}
+    files[_ACROSS.value] = scored(real[_ACROSS.value].runtimes()[test_rows], scores[_ACROSS.value])
+    return files
+
   with tempfile.TemporaryDirectory(prefix="sim_to_real_") as scratch:
     scratch = pathlib.Path(scratch)
-    if GENERATED not in results:
+    generated_run = scratch / "generated_run"
+    pretraining = pretrained_ranker not in results and _ACROSS.value in real
+    if GENERATED not in results or pretraining:
       start = time.perf_counter()
-      scores = train_and_rank(generated_tree(scratch / "generated", real), scratch / "generated_run")
-      record({"ranker": GENERATED, "seconds": time.perf_counter() - start, "sources": _SOURCES.value,
-              "files": {graph_id: scored(graph.runtimes(), scores[graph_id]) for graph_id, graph in real.items()}})
+      scores = train_and_rank(generated_tree(scratch / "generated", real), generated_run)
+      if GENERATED not in results:
+        record({"ranker": GENERATED, "seconds": time.perf_counter() - start, "sources": _SOURCES.value,
+                "files": {graph_id: scored(graph.runtimes(), scores[graph_id]) for graph_id, graph in real.items()}})
     if real_ranker not in results and _ACROSS.value in real:
       start = time.perf_counter()
       root, test_rows = real_tree(scratch / "real", real)
-      scores = train_and_rank(root, scratch / "real_run")
-      files = {graph_id: scored(graph.runtimes(), scores[graph_id])
-               for graph_id, graph in real.items() if graph_id != _ACROSS.value}
-      files[_ACROSS.value] = scored(real[_ACROSS.value].runtimes()[test_rows], scores[_ACROSS.value])
+      files = real_scores(train_and_rank(root, scratch / "real_run"), test_rows)
       record({"ranker": real_ranker, "seconds": time.perf_counter() - start, "files": files})
+    if pretraining:
+      start = time.perf_counter()
+      root, test_rows = real_tree(scratch / "pretrained", real)
+      files = real_scores(train_and_rank(root, scratch / "pretrained_run", generated_run), test_rows)
+      record({"ranker": pretrained_ranker, "seconds": time.perf_counter() - start, "files": files})
     if RANDOM not in results:
       rng = np.random.default_rng(_SEED.value)
       record({"ranker": RANDOM, "seconds": 0.0, "files": {
           graph_id: scored(graph.runtimes(), rng.permutation(graph.num_configs).astype(np.float64))
           for graph_id, graph in real.items()}})
-  rankers = [name for name in (GENERATED, real_ranker, RANDOM) if name in results]
+  rankers = [name for name in (GENERATED, real_ranker, pretrained_ranker, RANDOM) if name in results]
   data_dir = pathlib.Path(_DATA_DIR.value).resolve()
   if data_dir.is_relative_to(locations.REPOSITORY):
     data_dir = data_dir.relative_to(locations.REPOSITORY)
@@ -157,7 +177,8 @@ def main(argv):
            f"train programs of {', '.join(_SOURCES.value)} ({' and '.join(SEARCHES)} search) under {data_dir}, "
            f"selected on their valid programs, ranking every config of each real file. {real_ranker}: trained on a "
            f"config split of {_ACROSS.value} (train half, valid quarter), ranking its test quarter and every config "
-           "of the other files. Per real file: Kendall tau / top-1 slowdown / top-10 slowdown (configs ranked).", "",
+           f"of the other files. {pretrained_ranker}: the same, starting from the {GENERATED} run's best weights. "
+           "Per real file: Kendall tau / top-1 slowdown / top-10 slowdown (configs ranked).", "",
            "| ranker | " + " | ".join(f"{graph_id} ({graph.num_configs} configs, spread "
                                       f"{graph.runtimes().max() / graph.runtimes().min():.3f}x)" for graph_id, graph
                                       in real.items()) + " | seconds |",

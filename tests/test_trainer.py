@@ -160,6 +160,46 @@ def test_resuming_a_run_configured_otherwise_is_refused_naming_each_difference(t
     trainer.check_resumable(tmp_path, recorded)
 
 
+class _WeightsAtStart(tf.keras.callbacks.Callback):
+  """Keeps the model's weights as training begins."""
+
+  def on_train_begin(self, logs=None):
+    self.weights = self.model.get_weights()
+
+
+@pytest.fixture(scope="module")
+def pretrained(records, tmp_path_factory):
+  """A finished run's directory: the one the initialisation tests start from."""
+  run_dir = tmp_path_factory.mktemp("pretrained")
+  trainer.run(tasks.TileTask(), _build, _config(records, run_dir, epochs=2))
+  return run_dir
+
+
+def test_run_initialised_from_another_run_starts_from_its_best_weights(records, pretrained, tmp_path):
+  task = tasks.TileTask()
+  fresh = trainer.run(task, _build, _config(records, tmp_path / "fresh", epochs=1))
+  at_start = _WeightsAtStart()
+  finetuned = trainer.run(task, _build, _config(records, tmp_path / "finetuned", epochs=1, init_from=str(pretrained)),
+                          callbacks=[at_start])
+  best = tf.keras.models.load_model(str(pretrained / "model"))
+  assert len(at_start.weights) == len(best.get_weights())
+  for expected, actual in zip(best.get_weights(), at_start.weights):
+    np.testing.assert_array_equal(actual, expected)
+  assert finetuned["history"][0]["loss"] < fresh["history"][0]["loss"]
+  assert json.loads((tmp_path / "finetuned" / "config.json").read_text())["init_from"] == str(pretrained)
+
+
+def test_initialising_from_a_run_without_best_weights_or_of_another_model_is_refused(records, pretrained, tmp_path):
+  task = tasks.TileTask()
+  with pytest.raises(trainer.RunDirectoryError, match=r"nowhere/best/weights: cannot initialise from it \(missing"):
+    trainer.run(task, _build, _config(records, tmp_path / "run", init_from=str(tmp_path / "nowhere")))
+  assert not (tmp_path / "run").exists()
+  wider = lambda spec: tile_model.build_tile_model(spec, "late", "sage", units=32, num_layers=1)
+  with pytest.raises(trainer.RunDirectoryError, match=r"best/weights: cannot initialise from it, its model "
+                     r"differs from this run's"):
+    trainer.run(task, wider, _config(records, tmp_path / "wider", init_from=str(pretrained)))
+
+
 def test_mirrored_strategy_on_two_cpus_follows_the_default_loss_curve(records, tmp_path):
   if len(tf.config.list_logical_devices("CPU")) < 2:  # TensorFlow started before this module
     completed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,

@@ -41,6 +41,9 @@ TRAINING_FLAGS = {
     "seed": flags.DEFINE_integer("seed", None, "Seed of initialization and config sampling."),
     "jit_compile": flags.DEFINE_bool("jit_compile", None, "Train as on a TPU on any device: inputs padded to static "
                                      "sizes and an XLA-compiled step (recorded in config.json)."),
+    "init_from": flags.DEFINE_string("init_from", None, "A run directory whose best weights initialise a new run's "
+                                     "model (pretrain on one collection, fine-tune on this one); the model settings "
+                                     "must be that run's."),
 }
 # Model setting (of either kind) -> its override flag.
 MODEL_FLAGS = {

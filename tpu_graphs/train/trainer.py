@@ -15,6 +15,7 @@
   run directory resumes from the newest checkpoint whose tensors verify, or is refused naming the
   damaged file (config.json, history.json, checkpoints, best/); a training loss that becomes NaN
   or infinite stops the run before anything of its epoch is saved;
+* a new run may start from another run's best weights (`config.init_from`: pretrain, then fine-tune);
 * at the end: the best weights are evaluated on validation (per-graph breakdown in
   metrics.json), test predictions are written as CSV and the scoring model is saved.
 
@@ -69,6 +70,9 @@ class TrainingConfig:
   model: dict = dataclasses.field(default_factory=dict)  # the model's settings, recorded in config.json
   # The named experiment the settings were resolved from: {"name", "collection"} (train/experiments.py).
   experiment: dict = dataclasses.field(default_factory=dict)
+  # Another run directory whose best weights (best/weights) initialise the model before its first
+  # epoch: pretrain on one collection, fine-tune on another. Its model must have this run's variables.
+  init_from: Optional[str] = None
 
 
 class RunDirectoryError(errors.InputError):
@@ -198,6 +202,28 @@ def check_best_weights(run_dir, best_epoch: int) -> None:
                             f"{_start_over(run_dir)}")
 
 
+def check_initial_weights(run_dir) -> str:
+  """The prefix of the best weights of the run in `run_dir`; RunDirectoryError if it has none or
+  they are damaged."""
+  prefix = storage.join(run_dir, "best", "weights")
+  problem = _tensors_readable(prefix) if tf.io.gfile.exists(prefix + ".index") else "missing: the run has no best epoch"
+  if problem:
+    raise RunDirectoryError(f"{prefix}: cannot initialise from it ({problem})")
+  return prefix
+
+
+def initialise_from_run(scorer: tf.keras.Model, run_dir) -> None:
+  """Sets every weight of `scorer` to the best weights of the run in `run_dir` (its best/weights,
+  normalization statistics included); RunDirectoryError if that run has none, they are damaged, or
+  they are not a model of this one's variables and shapes."""
+  prefix = check_initial_weights(run_dir)
+  try:
+    scorer.load_weights(prefix).assert_existing_objects_matched()
+  except (AssertionError, ValueError) as error:
+    raise RunDirectoryError(f"{prefix}: cannot initialise from it, its model differs from this run's "
+                            f"({str(error).splitlines()[0]}); pretrain and fine-tune with the same model settings") from None
+
+
 def _flat(run_config: dict) -> dict:
   """{"model.units": 64, ...}: nested settings (model, task_settings) as keys of their own."""
   return {f"{key}.{inner}" if isinstance(value, dict) else key: inner_value
@@ -228,8 +254,8 @@ def run_configuration(task: tasks.Task, config: TrainingConfig, strategy: tf.dis
 
 def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
   """The checks of `run` that can refuse a run, none of which reads or writes its records: a learning
-  rate or loss that cannot train, a run directory configured otherwise (check_resumable) and a batch
-  the replicas cannot share. Returns the run's config.json content. Callers that write before `run`
+  rate or loss that cannot train, a run directory configured otherwise (check_resumable), a new
+  run's init_from without best weights, and a batch the replicas cannot share. Returns the run's config.json content. Callers that write before `run`
   (converting records) call it first, so that a refused run leaves nothing behind."""
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
   try:
@@ -239,6 +265,8 @@ def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.
     raise errors.InputError(f"{config.out_dir}: {error}") from None
   run_config = run_configuration(task, config, strategy)
   check_resumable(config.out_dir, run_config)
+  if config.init_from and epochs_done(config.out_dir) == 0:
+    check_initial_weights(config.init_from)
   if config.batch_size % strategy.num_replicas_in_sync:
     raise errors.InputError(f"batch_size {config.batch_size} is not divisible by "
                             f"{strategy.num_replicas_in_sync} replicas")
@@ -404,6 +432,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   manager = tf.train.CheckpointManager(checkpoint, storage.join(out_dir, "checkpoints"), max_to_keep=2)
   if resumed:
     checkpoint.restore(resumed)
+  elif config.init_from:
+    initialise_from_run(scorer, config.init_from)
   first_epoch = int(state["epoch"].numpy())
   history = read_history(out_dir, first_epoch)
   check_best_weights(out_dir, int(state["best_epoch"].numpy()))
