@@ -109,7 +109,8 @@ def measure_tile(temporary: pathlib.Path) -> None:
                          for name, value in arrays.items()})
   tile = {}
   for experiment, size in TILE_MODELS.items():
-    model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment)
+    model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment,
+                                         static_signatures=True)
     tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
     for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
       start = time.perf_counter()
@@ -139,7 +140,8 @@ def measure_tile(temporary: pathlib.Path) -> None:
 def measure_layout(temporary: pathlib.Path) -> None:
   """Measures a layout model every way and writes --layout_out."""
   from tpu_graphs.export import native_library
-  model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0)
+  model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0,
+                                       static_signatures=True)
   graph = locations.sample_path(LAYOUT_GRAPH)
   layout = {way: measure(way, model, graph, _LAYOUT_CALLS.value) for way in ("python", "capi")}
   for cpu in native_library.CPUS:
@@ -153,7 +155,7 @@ def measure_layout(temporary: pathlib.Path) -> None:
            f"{layout['python']['seconds'] / measured['seconds']:,.1f}× | {measured['peak_mb']:,.0f} MB |"
            for way, measured in layout.items()]
   rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| layout model library, {cpu} ({len(native_library.compiled_buckets(model))} buckets, weights, host-side "
+  rows += [f"| layout model library, {cpu} ({len(native_library.static_buckets(model))} buckets, weights, host-side "
            f"pruning, XLA AOT runtime; compiled in {layout[cpu]['compile_s']:.0f} s) | {layout[cpu]['library_bytes']:,} |"
            for cpu in native_library.CPUS]
   benchmark_results.write(

@@ -20,6 +20,7 @@ import tensorflow as tf
 import sample_data
 from tpu_graphs.data import graphs, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
+from tpu_graphs.train import trainer
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
                    "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",  # 52 ops, 1,282 configs
@@ -42,7 +43,8 @@ def _built(relative: str) -> pathlib.Path:
 @pytest.fixture(scope="module")
 def tile_export(tmp_path_factory):
   """A tile model's export with its native library compiled (export/native/)."""
-  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2)
+  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2,
+                                          static_signatures=True)
   native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
   return export_dir
 
@@ -85,6 +87,13 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
   _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
 
 
+def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
+  export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
+  with pytest.raises(trainer.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
+    native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
+  assert not (export_dir / native_library.NATIVE_DIR_NAME).exists()
+
+
 def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
   """What ldd lists for an export's compiled library, and the tpu_graphs symbols it exports."""
   library = export_dir / "native" / native_library.LIBRARY_NAME
@@ -106,7 +115,7 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
 def layout_export(tmp_path_factory):
   """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours."""
   return untrained.export_untrained("layout:xla:default", tmp_path_factory.mktemp("layout"), units=16, layers=2,
-                                    prune_hops=1)
+                                    prune_hops=1, static_signatures=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tpu_graphs.data import graphs, locations, npz, predictions
-from tpu_graphs.export import ranker, saved_model, submission
+from tpu_graphs.export import native_library, ranker, saved_model, submission
 from tpu_graphs.train import experiments
 
 QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
@@ -107,6 +107,20 @@ def test_saved_model_loads_and_scores_a_valid_graph(out_dir, collection):
   ranking = serving.rank(graph)
   assert ranking.scores.shape == (graph.num_configs,) and np.all(np.isfinite(ranking.scores))
   assert sorted(ranking.order.tolist()) == list(range(graph.num_configs))
+
+
+@pytest.mark.parametrize("collection", ["tile:xla", "layout:xla:default"])
+def test_a_run_exported_again_with_static_signatures_scores_as_its_export(out_dir, collection, tmp_path):
+  """What compile_native.py compiles from a run: its best model rebuilt from config.json, with the
+  static signatures its export leaves out."""
+  run_dir = out_dir / "runs" / RUNS[collection]
+  saved_model.export_run(run_dir, tmp_path / "static", static_signatures=True)
+  assert native_library.static_buckets(tmp_path / "static") and not native_library.static_buckets(
+      run_dir / saved_model.EXPORT_DIR_NAME)
+  graph = npz.read_graph(sorted((locations.EMBEDDED_NPZ / pathlib.Path(*collection.split(":")) / "valid").glob("*.npz"))[0])
+  exported = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME).score(graph)
+  np.testing.assert_allclose(ranker.Ranker(tmp_path / "static").score(graph), exported, rtol=1e-5, atol=1e-6)
+  assert np.ptp(exported) > 0
 
 
 def test_report_holds_all_five_collections_and_its_plots(out_dir):

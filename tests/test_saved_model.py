@@ -43,6 +43,14 @@ def tile_run(tmp_path_factory):
   return root / "run", built[0]
 
 
+@pytest.fixture(scope="module")
+def tile_static_export(tile_run, tmp_path_factory):
+  """The tile run's trained scorer exported with the static signatures, loaded."""
+  export_dir = tmp_path_factory.mktemp("tile_static") / "export"
+  saved_model.export(tile_run[1], "tile", export_dir, static_signatures=True)
+  return tf.saved_model.load(str(export_dir))
+
+
 def _joined_graphs(kind: str, graph: graphs.Graph) -> list:
   """The graph through the records path (structure + chunk records, parsed and joined)."""
   structure, chunks = records.graph_records(graph, configs_per_chunk=400)
@@ -56,20 +64,20 @@ def _served_scores(export_dir, graph: graphs.TileGraph) -> np.ndarray:
                edge_index=tf.constant(graph.edge_index), config_feat=tf.constant(graph.config_feat))["scores"].numpy()
 
 
-def test_trainer_exports_both_signatures_into_the_run_directory(tile_run):
+def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_ones(tile_run, tile_static_export):
   run_dir, _ = tile_run
   loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
-  assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
-                                    *(bucket.signature_name for bucket in static_shapes.TILE_BUCKETS)}
+  assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
+  assert set(tile_static_export.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
+                                                *(bucket.signature_name for bucket in static_shapes.TILE_BUCKETS)}
   inputs = loaded.signatures[saved_model.PLAIN_SIGNATURE].structured_input_signature[1]
   assert {name: spec.dtype for name, spec in inputs.items()} == {
       "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
   assert not list(run_dir.glob(".export.*"))  # written beside, then swapped in
 
 
-def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_filler_rows_hold(tile_run):
-  run_dir, _ = tile_run
-  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_filler_rows_hold(tile_static_export):
+  loaded = tile_static_export
   rng = np.random.default_rng(0)
   for relative in REAL_TILE_FILES:
     graph = npz.read_graph(sample_data.require_sample(relative))
@@ -247,12 +255,12 @@ def test_unknown_collection_kind_is_rejected(tile_run):
 @pytest.fixture(scope="module")
 def pruning_layout_run(tmp_path_factory):
   """The real unet_3d file (40 configs), an untrained layout model pruning to 1-hop neighbourhoods,
-  its run directory with the export and the export loaded."""
+  its export with the static signatures and the export loaded."""
   graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 40)
   task = tasks.LayoutTask(prune_hops=1)
-  run_dir = tmp_path_factory.mktemp("pruning_layout_run")
-  saved_model.export_to_run_directory(scorer, task, run_dir)
-  return graph, scorer, task, run_dir, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  export_dir = tmp_path_factory.mktemp("pruning_layout_run") / "export"
+  saved_model.export(scorer, "layout", export_dir, task.structure_transform, static_signatures=True)
+  return graph, scorer, task, export_dir, tf.saved_model.load(str(export_dir))
 
 
 def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(pruning_layout_run):

@@ -73,13 +73,14 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
   planned = experiments.planned_memory(experiment, DATA_ROOT.value)
+  sizes = planned[0] if planned else None
   if planned:
     sizes, plan = planned
     print(plan.summary(), flush=True)
     memory_plan.check(sizes, plan, None if MEMORY_LIMIT_GB.value is None else MEMORY_LIMIT_GB.value * memory_plan.GIB)
   print(f"{collection}: {experiments.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
   result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
-                             exporters=[saved_model.export_to_run_directory])
+                             exporters=[saved_model.export_to_run_directory], sizes=sizes)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   unmeasured = result["valid"].get("unmeasured", [])

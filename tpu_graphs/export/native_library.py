@@ -1,6 +1,6 @@
 """A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
-embeds its policies: the SavedModel's static signatures (tile: static_shapes.py; layout:
-static_layout.py) compiled ahead of time by XLA, the weights frozen into the program, linked with
+embeds its policies: the static signatures (tile: static_shapes.py; layout: static_layout.py) of
+the model's SavedModel compiled ahead of time by XLA, the weights frozen into the program, linked with
 the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) into
 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
@@ -10,6 +10,11 @@ the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruni
 
     compile_model_library("out/tiles/export", "bazel-bin/native")   # any x86-64 CPU
     compile_model_library("out/tiles/export", "bazel-bin/native", cpu="x86-64-v3")
+
+A training run's export (<run>/export) leaves the static signatures out, since tracing them costs
+every run seconds: the library's work folder then gets the run's best model exported again with
+them (saved_model.export_run, from the run's config.json and best weights), which is compiled and
+removed. An export that holds them (saved_model.export(..., static_signatures=True)) is compiled as it is.
 
 The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
 per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the oldest x86-64 the
@@ -33,7 +38,7 @@ import sys
 from typing import Union
 
 from tpu_graphs.data import errors, storage
-from tpu_graphs.export import static_layout, static_shapes
+from tpu_graphs.export import saved_model, static_layout, static_shapes
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
@@ -55,20 +60,19 @@ XLA_FLAGS = "--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_for
 Bucket = Union[static_shapes.Bucket, static_layout.LayoutBucket]
 
 
-def compiled_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
-  """The static signatures of a SavedModel (tile or layout), smallest first. Raises
-  errors.InputError where it has none: a model exported before static signatures existed, or a
-  layout model that does not prune its graphs (prune_hops None), whose graphs are too large to pad."""
+def static_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
+  """The static signatures of a SavedModel (tile or layout), smallest first; [] where it has none."""
   from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
   names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
   buckets = [static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names) if match]
   buckets += [bucket for bucket in map(static_layout.LayoutBucket.from_signature_name, names) if bucket]
-  if not buckets:
-    raise errors.InputError(f"{export_dir}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
-                            "only tile models and layout models that prune their graphs (prune_hops set), exported "
-                            "by this version, compile to a native library; others are served through the C API "
-                            "(native/rank --mode=capi)")
   return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
+
+
+def _refuse_unprunable(model: str) -> errors.InputError:
+  return errors.InputError(f"{model}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
+                           "only tile models and layout models that prune their graphs (prune_hops set) compile to "
+                           "a native library; others are served through the C API (native/rank --mode=capi)")
 
 
 def _is_layout(buckets: list[Bucket]) -> bool:
@@ -86,7 +90,7 @@ def _compile_signatures_in_fresh_process(export_dir: str, aot_dir: pathlib.Path,
   once per process, so where this one has compiled before (a jit-compiled step, an earlier model)
   they would go unread, aot_compile_cpu's own single-threading flag included."""
   program = ("import sys; from tpu_graphs.export import native_library as n; "
-             "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.compiled_buckets(d), n.pathlib.Path(a), c)")
+             "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.static_buckets(d), n.pathlib.Path(a), c)")
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
                  "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {XLA_FLAGS}".strip()}
   result = subprocess.run([sys.executable, "-c", program, export_dir, str(aot_dir), target_cpu], env=environment,
@@ -142,7 +146,12 @@ def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Pa
 def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike],
                           cpu: str = "x86-64") -> pathlib.Path:
   """Writes <export_dir>/native/ (see the module docstring) for CPUs of level `cpu` and up, with
-  the runtime archive of that level from `runtime_dir` (bazel-bin/native); returns the library's path."""
+  the runtime archive of that level from `runtime_dir` (bazel-bin/native); returns the library's path.
+
+  An export without static signatures must be a training run's (<run>/export): the run's model is
+  exported again with them. Raises errors.InputError for a model that cannot have them (a layout
+  model that does not prune, prune_hops None: its graphs are too large to pad) and
+  trainer.RunDirectoryError for an export without them outside a run directory."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if cpu not in CPUS:
     raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")
@@ -150,14 +159,22 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
   export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_dir) / archive_name
   if not runtime_archive.is_file():
     raise errors.InputError(f"{runtime_archive}: no XLA AOT runtime archive; build it with `bazel build //native:all`")
-  buckets = compiled_buckets(export_dir)
   include_dir = pathlib.Path(tf.__file__).parent / "include"
 
   def write(path: str) -> None:
     work = pathlib.Path(path)
     (work / "aot").mkdir(parents=True)
-    _compile_signatures_in_fresh_process(export_dir, work / "aot", target_cpu)
+    compiled = export_dir
+    if not static_buckets(export_dir):  # a training run's export: its model again, with static signatures
+      compiled = str(work / "static_export")
+      saved_model.export_run(storage.parent(export_dir), compiled, static_signatures=True)
+    buckets = static_buckets(compiled)
+    if not buckets:
+      raise _refuse_unprunable(export_dir)
+    _compile_signatures_in_fresh_process(compiled, work / "aot", target_cpu)
     _link(work, buckets, runtime_archive, include_dir, cpu)
+    if compiled != export_dir:
+      shutil.rmtree(compiled)
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,

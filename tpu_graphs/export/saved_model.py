@@ -15,7 +15,10 @@ preprocessing (layout pruning) and the model's feature scaling all happen inside
   `records.serialize(records.join(...))`; the b graphs are scored together.
 
 Both return {"scores": (c,) float32}, one per config in input order (for examples: the
-examples' configs one after the other); lower means predicted faster. Input a model cannot score
+examples' configs one after the other); lower means predicted faster. An export made for a native
+library (`static_signatures`, which native_library.py asks for) also holds the static-shape
+signatures XLA compiles ahead of time: static_shapes.py (tile), static_layout.py (layout models
+that prune). Tracing them costs seconds per export, so training runs leave them out. Input a model cannot score
 is refused inside the graph, where a caller without tpu_graphs (a compiler, saved_model_cli) also
 meets the check: InvalidArgumentError whose message names the input and the problem, for NaN or
 infinite features, a graph without nodes or without configs, a wrong feature width, arrays whose
@@ -25,19 +28,21 @@ range, no or repeated configurable nodes, and layout values that are no dimensio
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
     served.signatures["serving_default"](node_feat=..., node_opcode=..., edge_index=..., config_feat=...)
+    export_run("out/tiles", "/tmp/static", static_signatures=True)  # a run's best model, rebuilt
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
 from tpu_graphs.export import static_layout, static_shapes
 from tpu_graphs.models import layout_preprocessing
-from tpu_graphs.train import inputs, tasks, xla
+from tpu_graphs.train import experiments, inputs, tasks, trainer, xla
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -143,7 +148,8 @@ class ServingModule(tf.Module):
   """The scorer behind both signatures. Tracks only the scorer's variables, not the Keras model,
   so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
 
-  def __init__(self, scorer: tf.keras.Model, kind: str, preprocess: Optional[Preprocess] = None):
+  def __init__(self, scorer: tf.keras.Model, kind: str, preprocess: Optional[Preprocess] = None,
+               static_signatures: bool = False):
     super().__init__(name=f"{kind}_scorer")
     if kind not in _CONFIG_INPUTS:
       raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
@@ -190,14 +196,16 @@ class ServingModule(tf.Module):
         lambda examples: scores(checked_examples(
             kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
-    # Static shapes for XLA AOT: tile kernels as they are; layout graphs only as the host prunes
-    # them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
+    # Static shapes for XLA AOT, if asked: tile kernels as they are; layout graphs only as the host
+    # prunes them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
     def bucket_scores(*arrays) -> dict:
       if kind == "tile":
         return {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)}
       return {"scores": scored(static_layout.padded_layout_graph(*arrays))}
 
-    if kind == "tile":
+    if not static_signatures:
+      self.static_buckets = ()
+    elif kind == "tile":
       self.static_buckets = static_shapes.TILE_BUCKETS
     elif isinstance(preprocess, layout_preprocessing.Pruning):
       self.static_buckets = static_layout.layout_buckets(preprocess.hops, CONFIGS_PER_CALL["layout"])
@@ -213,15 +221,17 @@ class ServingModule(tf.Module):
     return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **static}
 
 
-def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None) -> None:
+def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None,
+           static_signatures: bool = False) -> None:
   """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
 
   `preprocess` (GraphTensor -> GraphTensor, e.g. a task's pruning) runs inside the exported graph
-  before the scorer, so callers pass raw arrays and get what training saw.
+  before the scorer, so callers pass raw arrays and get what training saw. `static_signatures`
+  adds the static-shape signatures a native library compiles (see the module docstring).
 
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
-  module = ServingModule(scorer, kind, preprocess)
+  module = ServingModule(scorer, kind, preprocess, static_signatures)
   storage.atomic_directory(export_dir, lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
 
 
@@ -229,3 +239,35 @@ def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -
   """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
   per-graph preprocessing (layout pruning) inside."""
   export(scorer, task.kind, storage.join(run_dir, EXPORT_DIR_NAME), task.structure_transform)
+
+
+def model_input_spec(kind: str) -> tfgnn.GraphTensorSpec:
+  """The relaxed input spec a model of `kind` is built on for serving: that of a 3-op graph with 2
+  configs, any number of components, nodes and edges."""
+  layout = kind == "layout"
+  example = records.graph_tensor_from_arrays(
+      kind, np.ones([3, graphs.NODE_FEATURE_WIDTH], np.float32), np.zeros([3], np.uint8), np.array([[1, 0], [2, 1]]),
+      config_feat=None if layout else np.ones([2, graphs.TILE_CONFIG_FEATURE_WIDTH], np.float32),
+      node_config_ids=np.array([1]) if layout else None,
+      node_config_feat=np.ones([2, 1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], np.float32) if layout else None)
+  return example.with_indices_dtype(inputs.INDICES_DTYPE).spec.relax(num_components=True, num_nodes=True,
+                                                                      num_edges=True)
+
+
+def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
+  """Exports the best model of the training run in `run_dir` to `export_dir` again, as
+  export_to_run_directory did, with `static_signatures` if asked.
+
+  The model is rebuilt from the run's config.json (experiments.run_model_builder: its experiment,
+  model settings and data root, whose files must still be there) and given the run's best weights
+  (best/weights). Raises trainer.RunDirectoryError for a run without config.json or best weights.
+  """
+  run_config = trainer.read_run_config(run_dir)
+  if run_config is None:
+    raise trainer.RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: not found; {run_dir} is no run "
+                                    "directory of tiles_train.py, layout_train.py or quickstart.py")
+  experiment, build = experiments.run_model_builder(run_config)
+  scorer = build(model_input_spec(graphs.collection_kind(experiment.collection)))
+  trainer.initialise_from_run(scorer, run_dir)
+  task = experiment.task()
+  export(scorer, task.kind, export_dir, task.structure_transform, static_signatures)

@@ -280,6 +280,33 @@ def planned_memory(experiment: Experiment, data_root) -> Optional[tuple[dict, me
   return sizes, memory_plan.plan(sizes, _plan_settings(experiment, segment_length(experiment, sizes)))
 
 
+def model_builder(experiment: Experiment, data_root, sizes: Optional[dict] = None) -> trainer.BuildModel:
+  """The builder of the model a run of `experiment` on `data_root` trains: with its training split's
+  statistics and, for layout, the segment length (segment_length) of its manifest `sizes`
+  (memory_plan.manifest of `data_root`, read here where not given)."""
+  train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
+  if not isinstance(experiment.model, LayoutModel):
+    return experiment.model.model_builder(train_npz_dir)
+  sizes = _layout_manifest(experiment, data_root) if sizes is None else sizes
+  return experiment.model.model_builder(train_npz_dir, segment_length(experiment, sizes))
+
+
+def run_model_builder(run_config: dict) -> tuple[Experiment, trainer.BuildModel]:
+  """The experiment a run's config.json content records (its name and collection, with the run's
+  training and model settings) and the builder of the model the run trained (model_builder on its
+  recorded data root, whose files must still be there). InputError for a config.json of a run that
+  predates the experiment record."""
+  recorded = run_config.get("experiment", {})
+  if not {"name", "collection", "data_root"} <= set(recorded):
+    raise errors.InputError(f"{run_config.get('out_dir')}: its config.json records no experiment with a data root "
+                            "(a run of an older version); train it again")
+  named = experiment(recorded["name"], recorded["collection"])
+  model = {name: tuple(value) if isinstance(value, list) else value for name, value in run_config["model"].items()}
+  resolved = named.overridden(training={name: run_config[name] for name in named.training if name in run_config},
+                              model=model)
+  return resolved, model_builder(resolved, recorded["data_root"])
+
+
 def recorded_data_root(run_config: dict) -> Optional[str]:
   """The data root a run's config.json records (data_root_name), or None for runs that predate it."""
   return run_config.get("experiment", {}).get("data_root")
@@ -299,7 +326,7 @@ def progress_line(experiment: Experiment, out_dir) -> str:
 
 def train(experiment: Experiment, data_root, out_dir, records_dir=None,
           strategy: Optional[tf.distribute.Strategy] = None, exporters: Sequence[Callable] = (),
-          callbacks: Sequence[tf.keras.callbacks.Callback] = ()) -> dict:
+          callbacks: Sequence[tf.keras.callbacks.Callback] = (), sizes: Optional[dict] = None) -> dict:
   """Trains one collection end to end and returns the run's metrics.json content.
 
   Args:
@@ -308,6 +335,8 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
     out_dir: the run directory (see trainer.py); rerunning resumes.
     records_dir: where converted records go; default <out_dir>/records.
     strategy, exporters, callbacks: passed to trainer.run.
+    sizes: a layout experiment's manifest of data_root, where the caller has it (planned_memory);
+      read from the npz files otherwise.
   """
   out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
   records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
@@ -328,9 +357,5 @@ def train(experiment: Experiment, data_root, out_dir, records_dir=None,
   prepare_records(experiment, data_root, records_root, out_dir)
   test_dir = storage.join(collection_records, "test")
   config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
-  if isinstance(experiment.model, LayoutModel):
-    build = experiment.model.model_builder(
-        train_npz_dir, segment_length(experiment, _layout_manifest(experiment, data_root)))
-  else:
-    build = experiment.model.model_builder(train_npz_dir)
-  return trainer.run(task, build, config, strategy, callbacks, exporters=exporters)
+  return trainer.run(task, model_builder(experiment, data_root, sizes), config, strategy, callbacks,
+                     exporters=exporters)
