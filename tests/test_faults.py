@@ -10,7 +10,9 @@ must end exactly as an uninterrupted run: every tensor of its checkpoint and its
 The cases share one small tile dataset and one trained run (module fixtures) and run a few at a
 time, since most of each one's time is importing TensorFlow. Damaged copies of the trained run
 (truncated config.json or history.json, damaged checkpoints or best weights) must resume from
-what verifies or be refused unchanged.
+what verifies or be refused unchanged. Where a subprocess would add nothing to what the matrix
+checks of every program, tiles_train.py's main runs in this process: the training flags that
+cannot train, and reruns of damaged or otherwise configured copies of the run.
 
 The kinds of fault whose check lives in one function (the reader's values, the featurizer's
 module check, checkpoint verification, metrics of NaN scores, the downloader's wait budget and
@@ -23,6 +25,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import http.server
+import importlib.util
 import io
 import json
 import os
@@ -39,6 +42,7 @@ import time
 import zipfile
 from typing import Callable, Optional
 
+from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -552,22 +556,10 @@ CASES = [
          _flags("--collection=layout:xla:default", "--run_dir={run}", "--data_root={embedded}", "--out_dir={case}/eval"),
          r"trained a TileTask, which cannot score layout:xla:default graphs", after_training=True),
     Case("tiles_train_epochs_0", "tiles_train", _flags("--epochs=0", "--out_dir={case}/run"), r"--epochs must be at least 1"),
-    Case("tiles_train_negative_epochs", "tiles_train", _flags("--epochs=-2", "--out_dir={case}/run"),
-         r"--epochs must be at least 1"),
-    Case("tiles_train_batch_size_0", "tiles_train", _flags("--batch_size=0", "--out_dir={case}/run"),
-         r"--batch_size must be at least 1"),
-    Case("tiles_train_configs_per_graph_0", "tiles_train", _flags("--configs_per_graph=0", "--out_dir={case}/run"),
-         r"--configs_per_graph must be at least 1"),
-    Case("tiles_train_unknown_loss", "tiles_train", _flags("--loss=bogus:1", "--out_dir={case}/run"),
-         r"--loss: unknown ranking loss 'bogus'"),
     Case("layout_train_epochs_0", "layout_train", _flags("--epochs=0", "--out_dir={case}/run"),
          r"--epochs must be at least 1"),
     Case("rank_top_negative", "rank", _flags("--model={export}", "--input={test_graph}", "--top=-1"),
          r"--top must be at least 1"),
-    Case("tiles_train_learning_rate_nan", "tiles_train", _flags("--learning_rate=nan", "--out_dir={case}/run"),
-         r"--learning_rate: learning rate nan is not a positive finite number"),
-    Case("tiles_train_negative_loss_weight", "tiles_train", _flags("--loss=listmle:1,mse:-0.5", "--out_dir={case}/run"),
-         r"--loss: loss weight '-0.5' of 'mse' .* is not a finite number >= 0"),
     Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet50,bogus", "--output_dir={case}/gen"),
          r"--architectures: unknown architecture\(s\) 'bogus'"),
     Case("convert_beam_unknown_pipeline_option", "convert_beam",
@@ -602,24 +594,11 @@ CASES = [
     Case("convert_truncated_finished_shard_is_redone", "convert", prepare_truncated_shard,
          r"configs-00000-of-00001\.tfrecord\.gz has \d+ bytes, \d+ were written; converting the shard again", status=0),
     Case("convert_two_converters_in_one_folder", "convert", prepare_two_converters, r"Converted \d+ graphs, skipped \d+ already converted", status=0),
-    Case("tiles_train_rerun_with_other_model_flags", "tiles_train", prepare_changed_model_flags,
-         r"config\.json: this run was configured otherwise \(model\.units 16 -> 32\); use another run directory",
-         after_training=True),
     Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
          r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'", after_training=True),
-    Case("tiles_train_rerun_of_a_nan_learning_rate_run", "tiles_train", _damaged_run(_recorded_nan_learning_rate),
-         r"config\.json: this run was configured otherwise \(learning_rate nan -> 0\.003\)", after_training=True),
     # Damaged run directories: resumed from what verifies, or refused naming the file and how to start over.
     Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
          r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
-    Case("tiles_train_truncated_history_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "history.json")),
-         r"history\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
-    Case("tiles_train_every_checkpoint_damaged", "tiles_train",
-         _damaged_run(lambda run: [_truncate(_checkpoint_data(run, n)) for n in (1, 2)]),
-         r"ckpt-1: damaged .*no intact checkpoint is left: delete .*run .*to start over", after_training=True),
-    Case("tiles_train_damaged_best_weights", "tiles_train",
-         _damaged_run(lambda run: _flip_a_byte(next((run / "best").glob("weights.data-*")))),
-         r"best/weights: damaged \(.*\); the weights of the best epoch \d are lost: delete", after_training=True),
     Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",
          prepare_newest_checkpoint_damaged, r"ckpt-2: damaged \(.*\); resuming from .*ckpt-1", status=0,
          after_training=True),
@@ -680,6 +659,67 @@ def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(ca
   assert outcome.kept_after == outcome.kept_before
   if outcome.check_failure:
     raise outcome.check_failure
+
+
+# ---- The training program in this process: where the subprocess adds nothing to what the cases above
+# check of every program (absl's flag error or one line naming the problem, exit status 1, no
+# traceback: also tests/test_programs.py), tiles_train.py's own main gets the flags.
+
+
+@functools.cache
+def _tiles_train_program():
+  """baselines/tiles_train.py as a module, loaded once: its flags can be defined only once per process."""
+  spec = importlib.util.spec_from_file_location("tiles_train_program", REPO / "baselines" / "tiles_train.py")
+  program = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(program)
+  return program
+
+
+def _run_tiles_train(flag_values: list[str]) -> None:
+  """tiles_train.py's main with these flags, as absl's app.run would parse them."""
+  program = _tiles_train_program()
+  try:
+    flags.FLAGS(["tiles_train", *flag_values])
+    program.main([])
+  finally:
+    flags.FLAGS.unparse_flags()
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--epochs=-2", r"--epochs must be at least 1"),
+    ("--batch_size=0", r"--batch_size must be at least 1"),
+    ("--configs_per_graph=0", r"--configs_per_graph must be at least 1"),
+    ("--loss=bogus:1", r"--loss: unknown ranking loss 'bogus'"),
+    ("--learning_rate=nan", r"--learning_rate: learning rate nan is not a positive finite number"),
+    ("--loss=listmle:1,mse:-0.5", r"--loss: loss weight '-0.5' of 'mse' .* is not a finite number >= 0"),
+], ids=["negative_epochs", "batch_size_0", "configs_per_graph_0", "unknown_loss", "learning_rate_nan",
+        "negative_loss_weight"])
+def test_training_flag_that_cannot_train_is_refused_as_parsed_before_anything_is_written(flag, message, tmp_path):
+  with pytest.raises(flags.IllegalFlagValueError, match=message):
+    _run_tiles_train([flag, f"--out_dir={tmp_path / 'run'}"])
+  assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("prepare, message", [
+    (prepare_changed_model_flags,
+     r"config\.json: this run was configured otherwise \(model\.units 16 -> 32\); use another run directory"),
+    (_damaged_run(_recorded_nan_learning_rate),
+     r"config\.json: this run was configured otherwise \(learning_rate nan -> 0\.003\)"),
+    (_damaged_run(lambda run: _truncate(run / "history.json")),
+     r"history\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over"),
+    (_damaged_run(lambda run: [_truncate(_checkpoint_data(run, n)) for n in (1, 2)]),
+     r"ckpt-1: damaged .*no intact checkpoint is left: delete .*run .*to start over"),
+    (_damaged_run(lambda run: _flip_a_byte(next((run / "best").glob("weights.data-*")))),
+     r"best/weights: damaged \(.*\); the weights of the best epoch \d are lost: delete"),
+], ids=["other_model_flags", "recorded_nan_learning_rate", "truncated_history_json", "every_checkpoint_damaged",
+        "damaged_best_weights"])
+def test_rerun_of_a_run_configured_otherwise_or_damaged_is_refused_naming_the_file_and_loses_nothing(
+    prepare, message, results, tmp_path):
+  call = prepare(results["workspace"], tmp_path)
+  before = _contents(call.kept)
+  with pytest.raises(errors.InputError, match=message):
+    _run_tiles_train(call.flags)
+  assert _contents(call.kept) == before
 
 
 # ---- Kinds checked in one process: where numbers and files enter, each the one check of its kind.
