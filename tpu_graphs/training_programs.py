@@ -73,7 +73,7 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
   planned = experiments.planned_memory(experiment, DATA_ROOT.value)
-  sizes = planned[0] if planned else None
+  sizes = None  # the layout manifest, read once for the plan and the model's segment length
   if planned:
     sizes, plan = planned
     print(plan.summary(), flush=True)

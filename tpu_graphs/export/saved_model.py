@@ -15,15 +15,17 @@ preprocessing (layout pruning) and the model's feature scaling all happen inside
   `records.serialize(records.join(...))`; the b graphs are scored together.
 
 Both return {"scores": (c,) float32}, one per config in input order (for examples: the
-examples' configs one after the other); lower means predicted faster. An export made for a native
-library (`static_signatures`, which native_library.py asks for) also holds the static-shape
-signatures XLA compiles ahead of time: static_shapes.py (tile), static_layout.py (layout models
-that prune). Tracing them costs seconds per export, so training runs leave them out. Input a model cannot score
+examples' configs one after the other); lower means predicted faster. Input a model cannot score
 is refused inside the graph, where a caller without tpu_graphs (a compiler, saved_model_cli) also
 meets the check: InvalidArgumentError whose message names the input and the problem, for NaN or
 infinite features, a graph without nodes or without configs, a wrong feature width, arrays whose
 lengths disagree (node_opcode and node_feat, node_config_ids and node_config_feat), ids out of
 range, no or repeated configurable nodes, and layout values that are no dimension index.
+
+An export made for a native library (`static_signatures`, which native_library.py asks for) also
+holds the static-shape signatures XLA compiles ahead of time: static_shapes.py (tile),
+static_layout.py (layout models that prune). Tracing them costs seconds per export (a layout
+model's four about 5 CPU-seconds, doubling its export), so training runs leave them out.
 
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
