@@ -25,7 +25,6 @@ import concurrent.futures
 import dataclasses
 import functools
 import http.server
-import importlib.util
 import io
 import json
 import os
@@ -47,6 +46,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import program_modules
 import tile_test_data
 from tensorflow.compiler.xla.service import hlo_pb2
 
@@ -666,18 +666,9 @@ def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(ca
 # traceback: also tests/test_programs.py), tiles_train.py's own main gets the flags.
 
 
-@functools.cache
-def _tiles_train_program():
-  """baselines/tiles_train.py as a module, loaded once: its flags can be defined only once per process."""
-  spec = importlib.util.spec_from_file_location("tiles_train_program", REPO / "baselines" / "tiles_train.py")
-  program = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(program)
-  return program
-
-
 def _run_tiles_train(flag_values: list[str]) -> None:
   """tiles_train.py's main with these flags, as absl's app.run would parse them."""
-  program = _tiles_train_program()
+  program = program_modules.load("tiles_train")
   try:
     flags.FLAGS(["tiles_train", *flag_values])
     program.main([])

@@ -1,8 +1,6 @@
 """End to end: the main job's smallest mode leaves every artifact, and each one is usable; a
 collection it trained in a worker process trains the same in this process."""
 
-import functools
-import importlib.util
 import json
 import os
 import pathlib
@@ -12,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import program_modules
 from tpu_graphs.data import graphs, locations, npz, predictions
 from tpu_graphs.export import native_library, ranker, saved_model, submission
 from tpu_graphs.train import experiments
@@ -48,15 +47,6 @@ def out_dir(quickstart):
   return quickstart[0]
 
 
-@functools.cache
-def _load_quickstart():
-  """The quickstart program as a module, loaded once: its flags can be defined only once per process."""
-  spec = importlib.util.spec_from_file_location("quickstart_program", QUICKSTART)
-  program = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(program)
-  return program
-
-
 def test_prints_its_progress_and_results_without_tensorflow_noise(quickstart):
   _, completed = quickstart
   output = completed.stdout + completed.stderr
@@ -74,7 +64,7 @@ def test_collections_train_side_by_side_and_their_lines_name_them(quickstart):
 
 
 def test_a_collection_trains_the_same_in_this_process_as_in_the_main_jobs_worker(out_dir, tmp_path):
-  program = _load_quickstart()
+  program = program_modules.load("quickstart")
   collection = "layout:nlp:random"
   outcome = program.run_collection("smallest", collection, locations.EMBEDDED_NPZ, tmp_path)
   here, there = tmp_path / "runs" / RUNS[collection], out_dir / "runs" / RUNS[collection]
@@ -133,7 +123,7 @@ def test_report_holds_all_five_collections_and_its_plots(out_dir):
 
 
 def test_generated_data_trains_the_quickstart_runs_and_any_other_root_the_recipe(tmp_path):
-  program = _load_quickstart()
+  program = program_modules.load("quickstart")
   assert program.chosen_experiment(None, locations.EMBEDDED_NPZ) == "quickstart"
   assert program.chosen_experiment(None, tmp_path / "npz") == "recipe"  # no GENERATED.md: the real release
   assert program.chosen_experiment("smallest", tmp_path / "npz") == "smallest"
