@@ -75,10 +75,12 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
 
   XLA's layout autotuner offers a few legal, sensible layouts per op, not every permutation, and
   the real sample's node_config_feat shows which, per op kind:
-  * a convolution's result keeps its default when that has the output features minor-most (XLA
-    writes activations so; in the real unet3d only such convolutions' operands vary);
-  * other tensors of a convolution or dot are offered their feature / contracting dim minor-most,
-    or where it is minor-most already, the two minor-most dims swapped;
+  * a convolution whose result is an activation (its batch dimension 0, major-most) keeps the
+    result's default, output features minor-most: in the real unet3d those results never vary,
+    while the weight-gradient convolutions' results (kernels, whose "batch" is the input
+    features) take both orders of their two feature dims;
+  * the other tensors of a convolution or dot are offered their feature / contracting dim
+    minor-most, or where it is minor-most already, the two minor-most dims swapped;
   * a transpose's result and operand are offered the orders that make it a bitcast with the
     other at its default (the swap where that order is the default: an identity transpose);
   * any other tensor of rank >= 2 is offered its two minor-most dims swapped.
@@ -88,7 +90,7 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
   swapped = [with_minor_most(default_layout(rank), rank - 2) if rank >= 2 else None for rank in ranks]
   if instruction.opcode in MXU_OPCODES:
     dims = preferred_minor_dims(instruction, by_id)
-    if instruction.opcode == "convolution" and dims[0] == ranks[0] - 1:
+    if instruction.opcode == "convolution" and instruction.convolution_dimension_numbers.output_batch_dimension == 0:
       swapped[0] = None
     return [swap if dim is None or dim == rank - 1 else with_minor_most(default_layout(rank), dim)
             for swap, dim, rank in zip(swapped, dims, ranks)]

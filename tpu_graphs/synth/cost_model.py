@@ -10,8 +10,12 @@ ranker must see the graph and the config to do well:
   tensor the default and at most one alternative (the op's preferred layout, else the two
   minor-most dims swapped), so 2-8 per op.
 * Every op is a roofline: max(flops / peak, bytes / bandwidth) + a fixed launch overhead.
-  Convolutions and dots run on a matrix unit (MXU_FLOPS) at half efficiency per tensor whose
-  feature / contracting dimension is not minor-most; other ops run on the vector unit.
+  Convolutions and dots run on a matrix unit (MXU_FLOPS) that writes the result's minor-most
+  dimension across 128 lanes: a small dimension there wastes lanes, unless the lhs operand is read
+  in another order than its preferred one, which frees the emitter to put the output features
+  there instead (LayoutCostModel._lane_utilisation). Result and operand layouts interact, a single
+  op can dominate a program, and leaving the default can be faster. Other ops run on the vector
+  unit.
 * A layout change costs a copy: when a consumer wants an operand in a layout other than the one
   its producer wrote, the tensor is read in one layout and written in the other. Configurable
   ops want the layouts their config sets, layout-preserving ops their first operand's, other ops
@@ -69,7 +73,14 @@ TILE_OVERHEAD_SECONDS = 3.5e-7 / KERNEL_SCALE
 CORES = 2  # TensorCores sharing a kernel's tiles (megacore), each with 1/CORES of HBM bandwidth
 TRANSCENDENTAL_FLOPS = 16.0  # vector-unit operations per element of exp, rsqrt, divide, ...
 BROADCAST_RATIO = 8  # parameters this many times smaller than the output are broadcast into it
-NOISE_FRACTION = 0.01
+# Measurement noise: real runtimes repeat closely (unet_3d.4x4.bf16's configs spread by 1.6% in all,
+# and a model trained on half of them ranks the rest at tau 0.4).
+NOISE_FRACTION = 0.002
+# A layout change fused into its consumer's loop: a strided pass over the tensor, this share of a
+# separate copy's read and write.
+COPY_SHARE = 0.25
+# Layout dimensions a config sets per tensor (minor-most first); the real files leave the rest unset.
+CONFIGURED_DIMS = 2
 # Ops whose result takes the layout of an operand of the same shape.
 LAYOUT_PRESERVING_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "clamp", "compare", "convert", "cosine", "divide", "exponential",
@@ -81,6 +92,10 @@ TRANSCENDENTAL_OPCODES = frozenset({
     "cbrt", "power", "sine", "cosine", "tan", "atan2", "erf", "divide"})
 MATERIALIZED_OPCODES = frozenset({"reduce", "reduce-window", "dot", "convolution", "transpose", "concatenate",
                                   "pad", "reverse", "gather", "scatter", "sort", "dynamic-update-slice"})
+# Ops XLA fuses into their neighbours' kernels: no launch and no HBM pass of their own (their
+# layouts still flow, and a layout change they need is still paid).
+FUSED_OPCODES = LAYOUT_PRESERVING_OPCODES | frozenset({
+    "broadcast", "convert", "bitcast", "reshape", "parameter", "constant", "get-tuple-element", "tuple", "iota"})
 # Ops that pass tensors on without reading them: they need no particular layout.
 _DATA_FREE_OPCODES = frozenset({"tuple", "get-tuple-element", "bitcast"})
 # Ops that call small scalar computations (reducers, comparators): those are not costed.
@@ -96,6 +111,11 @@ _ELEMENT_BYTES = {
 def element_bytes(shape) -> int:
   """Bytes per element of an array shape (0 for tuples, tokens and opaque values)."""
   return _ELEMENT_BYTES.get(shape.element_type, 0)
+
+
+def array_bytes(shape) -> float:
+  """Bytes of an array's elements, unpadded (0 for tuples, tokens and opaque values)."""
+  return float(math.prod(shape.dimensions)) * element_bytes(shape)
 
 
 def is_array(shape) -> bool:
@@ -119,6 +139,19 @@ def measure(runtime_seconds: np.ndarray, rng: np.random.Generator) -> np.ndarray
   noisy = np.asarray(runtime_seconds, np.float64) * 1e9 * (1.0 + NOISE_FRACTION * rng.standard_normal(
       np.shape(runtime_seconds)))
   return np.maximum(np.rint(noisy), 1).astype(np.int64)
+
+
+def lane_utilisation(sizes) -> np.ndarray:
+  """Share of the matrix unit's 128 lanes that a dimension of `sizes` elements fills."""
+  sizes = np.maximum(np.asarray(sizes, np.float64), 1.0)
+  return sizes / (np.ceil(sizes / TILE_SHAPE[1]) * TILE_SHAPE[1])
+
+
+def _axis(slot: int, num_tensors: int) -> list:
+  """The shape that puts a (k,) table of `slot` on its own axis among a node's tensor slots."""
+  axis = [1] * num_tensors
+  axis[slot] = -1
+  return axis
 
 
 def _roofline(flops, peak, bytes_moved):
@@ -231,12 +264,12 @@ class LayoutCostModel:
     return np.asarray([candidates.default_layout(len(shape.dimensions))], np.int64).reshape(1, -1)
 
   def _copy_table(self, shape, produced: int, wanted: int) -> np.ndarray:
-    """(k_produced, k_wanted) seconds of the copy a consumer pays when it reads a tensor of
-    `shape` in the layout `wanted` (a variable, or -1: the default) that its producer wrote in the
-    layout `produced`: read in one layout, write in the other; nothing when the two are equal."""
+    """(k_produced, k_wanted) seconds of the layout change a consumer pays when it reads a tensor
+    of `shape` in the layout `wanted` (a variable, or -1: the default) that its producer wrote in
+    the layout `produced`: a transposing pass fused into the consumer, COPY_SHARE of a separate
+    copy's read and write; nothing when the two are equal."""
     same = (self._orders(shape, produced)[:, None, :] == self._orders(shape, wanted)[None, :, :]).all(-1)
-    moved = self._tensor_bytes(shape, produced)[:, None] + self._tensor_bytes(shape, wanted)[None, :]
-    return np.where(same, 0.0, moved / HBM_BYTES_PER_SECOND + OP_OVERHEAD_SECONDS)
+    return np.where(same, 0.0, COPY_SHARE * 2 * array_bytes(shape) / HBM_BYTES_PER_SECOND)
 
   def _add(self, variables: tuple, table: np.ndarray) -> None:
     """Adds a cost table indexed by the choices of `variables` (-1 entries: the default, index 0)."""
@@ -262,21 +295,22 @@ class LayoutCostModel:
       slots = [slot_variable.get((node, s), -1) for s in range(features.LAYOUT_MAX_TENSORS)]
       tensors = ([instruction] + operands)[:features.LAYOUT_MAX_TENSORS]
       bytes_moved, efficiency = 0.0, 1.0
-      preferred = candidates.preferred_minor_dims(instruction, by_id)
-      for s, tensor in enumerate(tensors):
-        axis = [1] * len(tensors)
-        axis[s] = -1
-        if slots[s] < 0:
-          continue
-        bytes_moved = bytes_moved + self.variables[slots[s]].padded_bytes.reshape(axis)
-        if preferred[s] is not None:
-          wanted = self.variables[slots[s]].choices[:, 0] == preferred[s]
-          efficiency = efficiency * np.where(wanted, 1.0, 0.5).reshape(axis)
+      if instruction.opcode in candidates.MXU_OPCODES:
+        # The matrix unit's emitter tiles its operands itself as it streams them in: they cost
+        # their bytes whatever their layout; the result is written in its (padded) layout.
+        bytes_moved = self.variables[slots[0]].padded_bytes.reshape(_axis(0, len(tensors))) + sum(
+            array_bytes(operand.shape) for operand in operands)
+        efficiency = self._lane_utilisation(instruction, slots, len(tensors), by_id)
+      else:
+        for s, tensor in enumerate(tensors):
+          if slots[s] >= 0:
+            bytes_moved = bytes_moved + self.variables[slots[s]].padded_bytes.reshape(_axis(s, len(tensors)))
       table = _roofline(flops, peak * efficiency, bytes_moved)
       if instruction.opcode in ("reshape", "transpose") and len(tensors) == 2 and min(slots) >= 0:
         table = np.where(_bitcast_pairs(instruction, self.variables[slots[0]], self.variables[slots[1]]),
                          OP_OVERHEAD_SECONDS, table)
-      self._add(tuple(slots[:len(tensors)]), np.asarray(table, np.float64))
+      shape = [len(self.variables[v].choices) if v >= 0 else 1 for v in slots[:len(tensors)]]
+      self._add(tuple(slots[:len(tensors)]), np.broadcast_to(np.asarray(table, np.float64), shape))
       wanted_layouts = {s - 1: slots[s] for s in range(1, len(tensors))}
     else:
       own = source[node]
@@ -293,13 +327,43 @@ class LayoutCostModel:
           bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, -1)
           if instruction.opcode not in _DATA_FREE_OPCODES:
             wanted_layouts[j] = -1
-      self._add((own,), np.asarray(_roofline(flops, peak, bytes_moved), np.float64).reshape(-1))
+      if instruction.opcode not in FUSED_OPCODES:
+        self._add((own,), np.asarray(_roofline(flops, peak, bytes_moved), np.float64).reshape(-1))
     # Copies where an operand arrives in another layout than the consumer reads it in.
     for j, wanted in wanted_layouts.items():
       produced = source[node_of_id[operands[j].id]]
       if wanted == produced or (wanted < 0 and produced < 0):
         continue
       self._add((produced, wanted), self._copy_table(operands[j].shape, produced, wanted))
+
+  def _lane_utilisation(self, instruction, slots: list, num_tensors: int, by_id) -> np.ndarray:
+    """Matrix-unit utilisation of a convolution or dot under each (result, lhs) layout choice,
+    shaped to broadcast over the node's slots.
+
+    The matrix unit writes the result's minor-most dimension across its 128 lanes, so a result
+    dimension of d elements there fills d / ceil(d/128)*128 of them. With the result's output
+    features minor-most that is the features' utilisation. With another dimension minor-most the
+    lhs operand decides: read in its preferred order (contracting / input features minor-most),
+    it streams straight in and the result's minor dimension must go on the lanes (a dimension of
+    1 fills one lane in 128: one op can then slow a whole program several times over); read in
+    any other order it is re-tiled on the way in anyway, and the emitter puts whichever of the
+    two dimensions fills the lanes better there. So operand and result layouts interact, and a
+    move away from the default can be faster (a 192-wide dimension fills lanes better than 64).
+    """
+    result = self.variables[slots[0]]
+    preferred = candidates.preferred_minor_dims(instruction, by_id)
+    features = preferred[0]
+    result_minor = result.choices[:, 0]
+    lanes = lane_utilisation(np.asarray(result.dims)[result_minor])
+    feature_lanes = lane_utilisation(np.asarray(result.dims[features]))
+    if slots[1] >= 0:
+      lhs_minor = self.variables[slots[1]].choices[:, 0]
+    else:
+      lhs_rank = len(by_id[instruction.operand_ids[0]].shape.dimensions)
+      lhs_minor = np.asarray(candidates.default_layout(lhs_rank)[:1])
+    lhs_streams = (lhs_minor == preferred[1]).reshape(_axis(1, num_tensors))
+    lanes, features_minor = lanes.reshape(_axis(0, num_tensors)), (result_minor == features).reshape(_axis(0, num_tensors))
+    return np.where(features_minor, feature_lanes, np.where(lhs_streams, lanes, np.maximum(lanes, feature_lanes)))
 
   def runtimes(self, choices: np.ndarray) -> np.ndarray:
     """(c,) noiseless runtimes in seconds of configs `choices` (c, num_variables) int."""
@@ -309,15 +373,17 @@ class LayoutCostModel:
     return total
 
   def config_features(self, choices: np.ndarray) -> np.ndarray:
-    """(c, nc, 18) float32 node_config_feat of configs `choices` (c, num_variables): every tensor
-    layout set explicitly, as the real files set those of convolutions and dots."""
+    """(c, nc, 18) float32 node_config_feat of configs `choices` (c, num_variables): every tensor's
+    two minor-most dimensions set, the rest -1 (unconstrained), as the real files mostly set
+    those of convolutions and dots (unet3d's rank-5 tensors: (3, 4, -1, -1, -1, -1)); the
+    candidates differ only there."""
     width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
     result = np.full((choices.shape[0], len(self.configurable_nodes), width), -1.0, np.float32)
     for j in range(len(self.configurable_nodes)):
       for slot, v in enumerate(self.node_variables[j]):
         if v < 0:
           continue
-        orders = self.variables[v].choices[choices[:, v]][:, :features.LAYOUT_MAX_DIMS]
+        orders = self.variables[v].choices[choices[:, v]][:, :CONFIGURED_DIMS]
         start = slot * features.LAYOUT_MAX_DIMS
         result[:, j, start:start + orders.shape[1]] = orders
     return result

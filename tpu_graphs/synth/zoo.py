@@ -2,8 +2,9 @@
 
 Generated TpuGraphs data starts from real programs: each `Program` is a Keras model (a
 `tf.keras.applications` CNN, a Transformer, a recurrent net, a U-Net, a ViT, an MLP-Mixer) at one
-batch size and dtype, traced once and lowered by XLA on this machine to two HloModuleProtos: the
-whole program before optimization (layout graphs) and after XLA's fusion passes (tile kernels).
+batch size and dtype, traced once and lowered by XLA on this machine to HloModuleProtos: a training step
+before optimization (layout graphs) and the inference step after XLA's fusion passes (tile
+kernels).
 Weights never enter the HLO (variables are parameters), so nothing is downloaded or trained.
 
 Family 'xla' holds the CNNs and the U-Net, family 'nlp' the sequence models, mirroring the
@@ -25,6 +26,12 @@ _IMAGE_SIZE = 32
 _SEQUENCE_LENGTH = 32
 _VOCABULARY = 512
 _CLASSES = 10
+# Training steps run on batches TRAINING_BATCH_SCALE times the program's, of inputs TRAINING_SCALE
+# times as long per axis (128 px, 128 tokens): real layout programs are training steps whose
+# matrix units dominate their runtime, as they do only once activations outweigh the weights.
+# Tracing costs the same at any size.
+TRAINING_SCALE = 4
+TRAINING_BATCH_SCALE = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,11 +61,13 @@ class Program:
 
 @dataclasses.dataclass(frozen=True)
 class CompiledProgram:
-  """A program's HLO: `module` as traced (unoptimized), `optimized` after XLA's passes."""
+  """A program's HLO: `module` the inference step as traced (unoptimized), `optimized` that step
+  after XLA's passes (tile kernels), `training` the training step as traced (layout graphs)."""
 
   program: Program
   module: hlo_pb2.HloModuleProto
   optimized: Optional[hlo_pb2.HloModuleProto]
+  training: Optional[hlo_pb2.HloModuleProto] = None
 
 
 def _application(constructor: Callable) -> Callable[[tuple], tf.keras.Model]:
@@ -82,6 +91,26 @@ def _unet(shape: tuple) -> tf.keras.Model:
     x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
   outputs = layers.Conv2D(_CLASSES, 1)(x)
   return tf.keras.Model(inputs, outputs, name="unet")
+
+
+def _unet3d(shape: tuple) -> tf.keras.Model:
+  """A three-level volumetric U-Net on one-channel volumes (MLPerf's unet3d family): two 3x3x3
+  convolutions per level, transposed-convolution upsampling, skip connections."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input(shape)
+  skips, x = [], inputs
+  for filters in (32, 64, 128):
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+    skips.append(x)
+    x = layers.MaxPooling3D()(x)
+  x = layers.Conv3D(256, 3, padding="same", activation="relu")(x)
+  for filters, skip in zip((128, 64, 32), reversed(skips)):
+    x = layers.Conv3DTranspose(filters, 2, strides=2, padding="same")(x)
+    x = layers.Concatenate()([x, skip])
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+  outputs = layers.Conv3D(3, 1)(x)
+  return tf.keras.Model(inputs, outputs, name="unet3d_small")
 
 
 def _transformer_block(x, width: int, heads: int, causal: bool, memory=None):
@@ -172,6 +201,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("inception_v3", "xla", _application(_APPS.InceptionV3), (75, 75, 3)),
     Architecture("vgg16", "xla", _application(_APPS.VGG16), _IMAGE),
     Architecture("unet", "xla", _unet, _IMAGE),
+    Architecture("unet3d_small", "xla", _unet3d, (16, 16, 16, 1)),
     Architecture("transformer_encoder", "nlp", transformer_encoder, _TOKENS, tf.int32),
     Architecture("transformer_decoder", "nlp", _transformer_decoder, _TOKENS, tf.int32),
     Architecture("lstm", "nlp", _recurrent(tf.keras.layers.LSTM), _TOKENS, tf.int32),
@@ -182,8 +212,9 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 ARCHITECTURES_BY_NAME = {a.name: a for a in ARCHITECTURES}
 
 
-def build_model(program: Program) -> tf.keras.Model:
-  """The program's Keras model, with bf16 compute under Keras' mixed_bfloat16 policy.
+def build_model(program: Program, input_shape: Optional[tuple] = None) -> tf.keras.Model:
+  """The program's Keras model (for `input_shape`, default the architecture's), with bf16
+  compute under Keras' mixed_bfloat16 policy.
 
   The Keras session is cleared first so layer names (and anything derived from them) do not
   depend on what was built before in the process.
@@ -192,15 +223,24 @@ def build_model(program: Program) -> tf.keras.Model:
   policy = tf.keras.mixed_precision.global_policy()
   tf.keras.mixed_precision.set_global_policy("mixed_bfloat16" if program.dtype == "bf16" else "float32")
   try:
-    return program.architecture.build(program.architecture.input_shape)
+    return program.architecture.build(input_shape or program.architecture.input_shape)
   finally:
     tf.keras.mixed_precision.set_global_policy(policy)
+
+
+def training_input_shape(architecture: Architecture) -> tuple:
+  """The input shape of the architecture's training step: images and sequences TRAINING_SCALE
+  times as long per axis as its inference input (channels kept)."""
+  *axes, last = architecture.input_shape
+  if architecture.input_dtype.is_integer:  # tokens: (sequence,)
+    return tuple(a * TRAINING_SCALE for a in architecture.input_shape)
+  return tuple(a * TRAINING_SCALE for a in axes) + (last,)
 
 
 def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program,
                   optimized: bool = True) -> CompiledProgram:
   """Traces `model` on `input_spec` and asks XLA for the unoptimized and (if `optimized`, else
-  None) the optimized module."""
+  None) the optimized module of its inference step."""
   forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
   return CompiledProgram(
       program=program,
@@ -208,8 +248,54 @@ def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Pro
       optimized=from_tensorflow.hlo_module(forward, input_spec, optimized=True) if optimized else None)
 
 
+def _training_step(model: tf.keras.Model) -> Callable:
+  """inputs -> the gradients of a loss with respect to every trainable variable.
+
+  The release's layout programs are training steps (unet3d's configurable ops are its forward,
+  input-gradient and weight-gradient convolutions), so the generated ones are too. The loss, the
+  mean square of the outputs, needs no labels; it has the backward pass any loss has.
+  """
+  def step(inputs):
+    with tf.GradientTape() as tape:
+      outputs = model(inputs, training=True)
+      loss = tf.reduce_mean(tf.square(tf.cast(outputs, tf.float32)))
+    return tape.gradient(loss, model.trainable_variables)
+  return step
+
+
 def compile_program(program: Program) -> CompiledProgram:
-  """Builds and compiles one program of the zoo."""
+  """Builds and compiles one program of the zoo: its inference step (optimized too) and its
+  training step on TRAINING_BATCH_SCALE times the batch of training_input_shape inputs."""
   architecture = program.architecture
   spec = tf.TensorSpec((program.batch_size,) + architecture.input_shape, architecture.input_dtype)
-  return compile_model(build_model(program), spec, program)
+  compiled = compile_model(build_model(program), spec, program)
+  shape = training_input_shape(architecture)
+  training = from_tensorflow.hlo_module(
+      _training_step(build_model(program, shape)),
+      tf.TensorSpec((program.batch_size * TRAINING_BATCH_SCALE,) + shape, architecture.input_dtype))
+  return dataclasses.replace(compiled, training=without_dead_code(training))
+
+
+def without_dead_code(module: hlo_pb2.HloModuleProto) -> hlo_pb2.HloModuleProto:
+  """A copy of `module` whose entry computation keeps only its parameters and the instructions
+  its root depends on.
+
+  TensorFlow hands XLA the whole traced step, including what the gradients never use (the input
+  gradient of the first layer, in resnet50 about 40% of the instructions); the release's programs
+  hold only what runs, and a cost model must not charge for the rest.
+  """
+  pruned = hlo_pb2.HloModuleProto()
+  pruned.CopyFrom(module)
+  entry = next(c for c in pruned.computations if c.id == pruned.entry_computation_id)
+  by_id = {instruction.id: instruction for instruction in entry.instructions}
+  live, pending = set(), [entry.root_id]
+  while pending:
+    current = pending.pop()
+    if current not in live:
+      live.add(current)
+      pending.extend(by_id[current].operand_ids)
+      pending.extend(by_id[current].control_predecessor_ids)
+  kept = [instruction for instruction in entry.instructions if instruction.id in live or instruction.opcode == "parameter"]
+  del entry.instructions[:]
+  entry.instructions.extend(kept)
+  return pruned
