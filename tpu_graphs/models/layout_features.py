@@ -41,7 +41,7 @@ TILE_LANES, TILE_SUBLANES = 128, 8
 OUTPUT_FEATURE_COLUMN = features.NODE_FEATURE_NAMES.index("convolution_dim_numbers_output_feature_dim")
 INPUT_FEATURE_COLUMN = features.NODE_FEATURE_NAMES.index("convolution_dim_numbers_input_feature_dim")
 # Derived per-config features of a configurable op, see `config_cost_features`.
-NUM_COST_FEATURES = 9
+NUM_COST_FEATURES = 11
 
 
 def layout_categories(values: tf.Tensor) -> tf.Tensor:
@@ -118,7 +118,9 @@ def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_lay
   Columns: output layout differs from input 0's, from input 1's, from the op's default; log size
   of the minor-most and second-minor output dimension; their (8, 128) padding waste; whether the
   output layout is set at all; for convolutions, whether the output's minor-most dimension is its
-  output features and whether input 0's is its input features (0 for other ops).
+  output features, whether input 0's is its input features, whether both together force the
+  matrix unit's lanes onto another output dimension, and then the lanes that dimension leaves
+  empty (log of 128-padded over real size); 0 for other ops.
 
   Args:
     config_values: (..., 18) node_config_feat rows (output, input 0, input 1 orders; -1 unset).
@@ -131,12 +133,18 @@ def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_lay
   sizes = minor_dimension_sizes(tf.broadcast_to(shape, tf.shape(output)), output)
   matrix_dims = tf.broadcast_to(matrix_dims, tf.shape(output[..., :2]))
   minor_is = lambda layout, dim: tf.cast((dim >= 0) & tf.equal(layout[..., 0], dim), tf.float32)[..., tf.newaxis]
+  output_features_minor = minor_is(output, matrix_dims[..., 0])
+  input_streams = minor_is(input0, matrix_dims[..., 1])
+  # The input streams in with its contracting dimension minor-most while the output's minor-most
+  # dimension is not its features: the matrix unit's lanes must take the output's minor dimension.
+  lanes_forced = input_streams * (1.0 - output_features_minor) * tf.cast(matrix_dims[..., :1] >= 0, tf.float32)
+  lane_waste = tf.math.log(tf.math.ceil(sizes[..., :1] / TILE_LANES) * TILE_LANES / sizes[..., :1])
   return tf.concat([
       layout_change(output, input0)[..., tf.newaxis], layout_change(output, input1)[..., tf.newaxis],
       layout_change(output, tf.broadcast_to(default_layout, tf.shape(output)))[..., tf.newaxis],
       tf.math.log(sizes), tiling_padding_waste(sizes)[..., tf.newaxis],
       tf.cast(output[..., :1] >= 0, tf.float32),
-      minor_is(output, matrix_dims[..., 0]), minor_is(input0, matrix_dims[..., 1])], axis=-1)
+      output_features_minor, input_streams, lanes_forced, lanes_forced * lane_waste], axis=-1)
 
 
 def edge_copies(producer_layout: tf.Tensor, consumer_config: tf.Tensor) -> tf.Tensor:

@@ -41,7 +41,9 @@ from tpu_graphs.synth import zoo
 GENERATOR_VERSION = 3
 MAX_CONFIGS = 100_000
 CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
-RESHAPE_SHARE = 0.3
+# Configurable reshapes per configurable matrix op: the real files have 0.06 (unet3d, the nlp test
+# graph) to 0.65 (the xla test graph), 0.17 in unet_3d.4x4.bf16.
+RESHAPE_SHARE = 0.15
 CONFIG_CHUNK = 1000
 # The most a default-search config moves: the share of configurable nodes away from the default
 # is drawn per config from U(0, this), so a node keeps its default in about 60% of the configs,
@@ -51,7 +53,7 @@ DEFAULT_SEARCH_MOVED_MAX = 0.8
 SPLIT_OF_ARCHITECTURE = {
     "resnet50": "train", "mobilenet_v2": "train", "mobilenet_v3_small": "train", "efficientnet_b0": "train",
     "densenet121": "train", "inception_v3": "train", "mobilenet": "valid", "vgg16": "valid",
-    "resnet50_v2": "test", "unet": "test", "unet3d_small": "train",
+    "resnet50_v2": "test", "unet": "test", "unet3d_small": "train", "c3d": "valid",
     "transformer_encoder": "train", "transformer_decoder": "train", "vit": "train", "gru": "train",
     "mlp_mixer": "valid", "lstm": "test",
 }
@@ -297,7 +299,9 @@ _README = """# GENERATED TpuGraphs-format data (not TPU measurements)
 Every file here is in the exact npz format of the TpuGraphs release, but the runtimes come from
 an analytical TPU-like cost model (`tpu_graphs/synth/cost_model.py`), not from a TPU. The graphs
 are real: programs of a model zoo (`tpu_graphs/synth/zoo.py`) compiled by XLA on the generating
-machine and featurized by `tpu_graphs/hlo`.
+machine and featurized by `tpu_graphs/hlo`. Layout files hold each program's training step (on
+larger inputs and batches than its name says, `zoo.TRAINING_SCALE` and `zoo.TRAINING_BATCH_SCALE`),
+tile files the fused kernels of its inference step.
 
 - scale: {scale}; seed: {seed}; generator version: {version}
 - programs: {programs}

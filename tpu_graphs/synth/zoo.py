@@ -1,15 +1,16 @@
 """A zoo of real model architectures, built from code without weights and compiled by XLA.
 
 Generated TpuGraphs data starts from real programs: each `Program` is a Keras model (a
-`tf.keras.applications` CNN, a Transformer, a recurrent net, a U-Net, a ViT, an MLP-Mixer) at one
-batch size and dtype, traced once and lowered by XLA on this machine to HloModuleProtos: a training step
-before optimization (layout graphs) and the inference step after XLA's fusion passes (tile
-kernels).
+`tf.keras.applications` CNN, a U-Net, a volumetric U-Net, a video CNN, a Transformer, a recurrent
+net, a ViT, an MLP-Mixer) at one batch size and dtype, traced and lowered by XLA on this machine
+to HloModuleProtos: the inference step after XLA's fusion passes (tile kernels) and a training
+step before optimization (layout graphs, as the release's layout programs are training steps).
 Weights never enter the HLO (variables are parameters), so nothing is downloaded or trained.
 
-Family 'xla' holds the CNNs and the U-Net, family 'nlp' the sequence models, mirroring the
-release's xla / nlp layout collections. Inputs are small (32-75 px, 32 tokens) so the whole zoo
-compiles in about a minute on two cores.
+Family 'xla' holds the CNNs, the U-Nets and the video CNN, family 'nlp' the sequence models,
+mirroring the release's xla / nlp layout collections. Inference inputs are small (32-75 px, 32
+tokens), training steps run on larger ones (TRAINING_SCALE); the whole zoo compiles in a few
+minutes on two cores.
 """
 
 from __future__ import annotations
@@ -113,6 +114,21 @@ def _unet3d(shape: tuple) -> tf.keras.Model:
   return tf.keras.Model(inputs, outputs, name="unet3d_small")
 
 
+def _c3d(shape: tuple) -> tf.keras.Model:
+  """A C3D-style video classifier: 3x3x3 convolutions over (frames, height, width), pooled space
+  first and time later, global pooling and a dense head."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input(shape)
+  x = layers.Conv3D(32, 3, padding="same", activation="relu")(inputs)
+  x = layers.MaxPooling3D((1, 2, 2))(x)
+  for filters in (64, 128, 256):
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.MaxPooling3D()(x)
+  outputs = layers.Dense(_CLASSES)(layers.GlobalAveragePooling3D()(x))
+  return tf.keras.Model(inputs, outputs, name="c3d")
+
+
 def _transformer_block(x, width: int, heads: int, causal: bool, memory=None):
   layers = tf.keras.layers
   attention = layers.MultiHeadAttention(heads, width // heads)(x, x, use_causal_mask=causal)
@@ -202,6 +218,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("vgg16", "xla", _application(_APPS.VGG16), _IMAGE),
     Architecture("unet", "xla", _unet, _IMAGE),
     Architecture("unet3d_small", "xla", _unet3d, (16, 16, 16, 1)),
+    Architecture("c3d", "xla", _c3d, (8, 32, 32, 3)),
     Architecture("transformer_encoder", "nlp", transformer_encoder, _TOKENS, tf.int32),
     Architecture("transformer_decoder", "nlp", _transformer_decoder, _TOKENS, tf.int32),
     Architecture("lstm", "nlp", _recurrent(tf.keras.layers.LSTM), _TOKENS, tf.int32),
