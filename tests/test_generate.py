@@ -26,7 +26,7 @@ EMBEDDED = locations.EMBEDDED_ROOT
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
-  """The whole embedded dataset generated again (about a minute on 2 idle cores)."""
+  """The whole embedded dataset generated again (about four minutes on 2 cores)."""
   root = tmp_path_factory.mktemp("generated")
   files = generate.generate(root, "small", 0)
   return root, [item.path for item in files]
@@ -92,7 +92,7 @@ def test_tile_normalizer_is_the_default_configs_own_measurement(regenerated):
     graph = npz.read_graph(path)
     normalizer = graph.config_runtime_normalizers[0]
     assert (graph.config_runtime_normalizers == normalizer).all()
-    # Config 0 is the default; both are ~1%-noisy measurements of the same true runtime.
+    # Config 0 is the default; both are noisy (NOISE_FRACTION) measurements of the same true runtime.
     assert abs(graph.config_runtime[0] / normalizer - 1) < 0.08
 
 
