@@ -69,6 +69,32 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
   assert moved and set(moved) <= set(graph.node_config_ids.tolist())
 
 
+def test_a_training_steps_weight_gradient_convolutions_vary_their_result_layout_and_forward_ones_do_not(cnn_modules):
+  model = cnn_modules[2]
+
+  def training_step(images):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(tf.square(model(images, training=True)))
+    return tape.gradient(loss, model.trainable_variables)
+  module = from_tensorflow.hlo_module(training_step, tf.TensorSpec([2, 16, 16, 3]))
+  graph = candidates.program_candidates(module, 100, seed=0)
+  instructions = featurize.module_features(module).instructions
+  results = {}  # convolution's output batch dimension -> the result orders its configs take
+  for j, node in enumerate(graph.node_config_ids):
+    if instructions[node].opcode == "convolution":
+      numbers = instructions[node].convolution_dimension_numbers
+      orders = {tuple(row[:4].astype(int)) for row in graph.node_config_feat[:, j, :features.LAYOUT_MAX_DIMS]}
+      results.setdefault(numbers.output_batch_dimension, []).append((numbers, orders))
+  # Activations (batch major-most) keep the output features minor-most; kernel gradients (their
+  # "batch" the input features) take both orders of their two feature dims.
+  activations, kernels = results.pop(0), results.pop(2)
+  assert not results and len(kernels) == 2 and len(activations) >= 3
+  assert all(orders == {(3, 2, 1, 0)} for _, orders in activations)
+  for numbers, orders in kernels:
+    assert (numbers.output_feature_dimension, numbers.output_batch_dimension) == (3, 2)
+    assert orders == {(3, 2, 1, 0), (2, 3, 1, 0)}
+
+
 def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_asked(cnn_modules):
   kernels = candidates.candidate_graphs_from_file(cnn_modules[1], 30, kernels=True)
   assert max(k.config_feat.shape[0] for k in kernels) == 30
