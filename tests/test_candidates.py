@@ -53,13 +53,18 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
   for j in range(feat.shape[1]):
     for slot in range(features.LAYOUT_MAX_TENSORS):
       orders = feat[:, j, slot * dims:(slot + 1) * dims]
-      rank = int((orders[0] >= 0).sum())
-      if rank == 0:
+      written = int((orders[0] >= 0).sum())
+      if written == 0:
         assert (orders == -1).all()
         continue
-      # Config 0 is the default; every config is a candidate of that tensor (default or its one alternative).
-      assert orders[0, :rank].tolist() == list(candidates.default_layout(rank))
-      assert len({tuple(o[:rank]) for o in orders}) <= 2 and all(sorted(o[:rank]) == list(range(rank)) for o in orders)
+      # Configs write the CONFIGURED_DIMS minor-most dims (fewer for rank 1), the rest -1. Config 0
+      # is the default (descending dims, the last minor-most); every config is a candidate of that
+      # tensor (default or its one alternative), distinct dims within the tensor's rank.
+      assert written <= candidates.CONFIGURED_DIMS and (orders[:, written:] == -1).all()
+      rank = int(orders[0, 0]) + 1
+      assert orders[0, :written].tolist() == list(candidates.default_layout(rank))[:written]
+      assert len({tuple(o[:written]) for o in orders}) <= 2
+      assert all(len(set(o[:written])) == written and max(o[:written]) < rank for o in orders)
   again = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=3)[0].node_config_feat
   other = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=4)[0].node_config_feat
   np.testing.assert_array_equal(again, feat)
@@ -89,10 +94,10 @@ def test_a_training_steps_weight_gradient_convolutions_vary_their_result_layout_
   # "batch" the input features) take both orders of their two feature dims.
   activations, kernels = results.pop(0), results.pop(2)
   assert not results and len(kernels) == 2 and len(activations) >= 3
-  assert all(orders == {(3, 2, 1, 0)} for _, orders in activations)
+  assert all(orders == {(3, 2, -1, -1)} for _, orders in activations)
   for numbers, orders in kernels:
     assert (numbers.output_feature_dimension, numbers.output_batch_dimension) == (3, 2)
-    assert orders == {(3, 2, 1, 0), (2, 3, 1, 0)}
+    assert orders == {(3, 2, -1, -1), (2, 3, -1, -1)}
 
 
 def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_asked(cnn_modules):

@@ -35,6 +35,9 @@ _ELEMENT_TYPE_COLUMN = {element_type: column for column, (_, element_type) in en
 
 LAYOUT_MAX_TENSORS = 3
 LAYOUT_MAX_DIMS = 6
+# Layout dimensions a config sets per tensor, minor-most first; the rest stay -1 (unconstrained), as
+# in the real files (unet3d's rank-5 tensors: (3, 4, -1, -1, -1, -1)).
+CONFIGURED_LAYOUT_DIMS = 2
 
 
 def _leading(values: Sequence[int], count: int) -> list[float]:

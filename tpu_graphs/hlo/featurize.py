@@ -319,7 +319,7 @@ def _as_found_layout_config(module: ModuleFeatures) -> tuple[np.ndarray, tuning_
   """Configurable node indices (nc,) and a LayoutConfig of their current layouts.
 
   Each node's tensors are its result, then its operands (at most 3 in all), each as the
-  minor-to-major order in its shape's layout.
+  features.CONFIGURED_LAYOUT_DIMS minor-most dimensions of its shape's layout.
   """
   config = tuning_pb2.LayoutConfig()
   node_ids = [i for i, inst in enumerate(module.instructions) if inst.opcode in CONFIGURABLE_OPCODES]
@@ -328,7 +328,7 @@ def _as_found_layout_config(module: ModuleFeatures) -> tuple[np.ndarray, tuning_
     operands = [module.instructions[module.node_by_instruction_id[o]] for o in instruction.operand_ids]
     node = config.nodes.add()
     for tensor in ([instruction] + operands)[:features.LAYOUT_MAX_TENSORS]:
-      node.tensors.add().dims.extend(tensor.shape.layout.minor_to_major)
+      node.tensors.add().dims.extend(tensor.shape.layout.minor_to_major[:features.CONFIGURED_LAYOUT_DIMS])
   return np.asarray(node_ids, np.int64), config
 
 

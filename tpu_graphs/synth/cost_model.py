@@ -80,8 +80,7 @@ NOISE_FRACTION = 0.002
 # A layout change fused into its consumer's loop: a strided pass over the tensor, this share of a
 # separate copy's read and write.
 COPY_SHARE = 0.25
-# Layout dimensions a config sets per tensor (minor-most first); the real files leave the rest unset.
-CONFIGURED_DIMS = 2
+CONFIGURED_DIMS = candidates.CONFIGURED_DIMS
 # Ops whose result takes the layout of an operand of the same shape.
 LAYOUT_PRESERVING_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "clamp", "compare", "convert", "cosine", "divide", "exponential",
@@ -112,6 +111,14 @@ _ELEMENT_BYTES = {
 def element_bytes(shape) -> int:
   """Bytes per element of an array shape (0 for tuples, tokens and opaque values)."""
   return _ELEMENT_BYTES.get(shape.element_type, 0)
+
+
+def passes_layout(instruction) -> bool:
+  """Whether an op's result takes the layout of its same-shaped first operand: elementwise ops, and
+  identity transposes (TensorFlow's matmul emits one after many dots), which are bitcasts."""
+  if instruction.opcode == "transpose":
+    return list(instruction.dimensions) == sorted(instruction.dimensions)
+  return instruction.opcode in LAYOUT_PRESERVING_OPCODES
 
 
 def array_bytes(shape) -> float:
@@ -238,7 +245,7 @@ class LayoutCostModel:
       operands = _operands(instruction, by_id)
       if (node, 0) in slot_variable:
         source[node] = slot_variable[node, 0]
-      elif (instruction.opcode in LAYOUT_PRESERVING_OPCODES and operands and is_array(instruction.shape)
+      elif (passes_layout(instruction) and operands and is_array(instruction.shape)
             and list(operands[0].shape.dimensions) == list(instruction.shape.dimensions)):
         source[node] = source[node_of_id[operands[0].id]]
       if costed[node]:
@@ -321,14 +328,14 @@ class LayoutCostModel:
         if not is_array(operand.shape):
           continue
         same_shape = list(operand.shape.dimensions) == list(instruction.shape.dimensions)
-        if same_shape and instruction.opcode in LAYOUT_PRESERVING_OPCODES:
+        if same_shape and passes_layout(instruction):
           bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, own)
           wanted_layouts[j] = own
         else:
           bytes_moved = bytes_moved + self._tensor_bytes(operand.shape, -1)
           if instruction.opcode not in _DATA_FREE_OPCODES:
             wanted_layouts[j] = -1
-      if instruction.opcode not in FUSED_OPCODES:
+      if instruction.opcode not in FUSED_OPCODES and not passes_layout(instruction):
         self._add((own,), np.asarray(_roofline(flops, peak, bytes_moved), np.float64).reshape(-1))
     # Copies where an operand arrives in another layout than the consumer reads it in. A producer
     # no config sets (produced < 0) writes what its consumer asks for: XLA's layout assignment
