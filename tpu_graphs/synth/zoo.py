@@ -75,43 +75,29 @@ def _application(constructor: Callable) -> Callable[[tuple], tf.keras.Model]:
   return lambda shape: constructor(weights=None, input_shape=shape, classes=_CLASSES)
 
 
-def _unet(shape: tuple) -> tf.keras.Model:
-  """A three-level U-Net (two 3x3 convolutions per level, transposed-convolution upsampling)."""
+def _u_net(spatial_dims: int, widths: tuple, classes: int, name: str) -> Callable[[tuple], tf.keras.Model]:
+  """A U-Net over 2-D images or 3-D volumes: per level of `widths` two 3x3(x3) convolutions and a
+  max pooling, a bottleneck twice the last width, then transposed-convolution upsampling with skip
+  connections, and a 1x1(x1) convolution to `classes` outputs."""
   layers = tf.keras.layers
-  inputs = tf.keras.Input(shape)
-  skips, x = [], inputs
-  for filters in (16, 32, 64):
-    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-    skips.append(x)
-    x = layers.MaxPooling2D()(x)
-  x = layers.Conv2D(128, 3, padding="same", activation="relu")(x)
-  for filters, skip in zip((64, 32, 16), reversed(skips)):
-    x = layers.Conv2DTranspose(filters, 2, strides=2, padding="same")(x)
-    x = layers.Concatenate()([x, skip])
-    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-  outputs = layers.Conv2D(_CLASSES, 1)(x)
-  return tf.keras.Model(inputs, outputs, name="unet")
+  convolution, pooling, upsampling = {2: (layers.Conv2D, layers.MaxPooling2D, layers.Conv2DTranspose),
+                                      3: (layers.Conv3D, layers.MaxPooling3D, layers.Conv3DTranspose)}[spatial_dims]
 
-
-def _unet3d(shape: tuple) -> tf.keras.Model:
-  """A three-level volumetric U-Net on one-channel volumes (MLPerf's unet3d family): two 3x3x3
-  convolutions per level, transposed-convolution upsampling, skip connections."""
-  layers = tf.keras.layers
-  inputs = tf.keras.Input(shape)
-  skips, x = [], inputs
-  for filters in (32, 64, 128):
-    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
-    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
-    skips.append(x)
-    x = layers.MaxPooling3D()(x)
-  x = layers.Conv3D(256, 3, padding="same", activation="relu")(x)
-  for filters, skip in zip((128, 64, 32), reversed(skips)):
-    x = layers.Conv3DTranspose(filters, 2, strides=2, padding="same")(x)
-    x = layers.Concatenate()([x, skip])
-    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
-  outputs = layers.Conv3D(3, 1)(x)
-  return tf.keras.Model(inputs, outputs, name="unet3d_small")
+  def build(shape: tuple) -> tf.keras.Model:
+    inputs = tf.keras.Input(shape)
+    skips, x = [], inputs
+    for filters in widths:
+      x = convolution(filters, 3, padding="same", activation="relu")(x)
+      x = convolution(filters, 3, padding="same", activation="relu")(x)
+      skips.append(x)
+      x = pooling()(x)
+    x = convolution(2 * widths[-1], 3, padding="same", activation="relu")(x)
+    for filters, skip in zip(reversed(widths), reversed(skips)):
+      x = upsampling(filters, 2, strides=2, padding="same")(x)
+      x = layers.Concatenate()([x, skip])
+      x = convolution(filters, 3, padding="same", activation="relu")(x)
+    return tf.keras.Model(inputs, convolution(classes, 1)(x), name=name)
+  return build
 
 
 def _c3d(shape: tuple) -> tf.keras.Model:
@@ -216,8 +202,9 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("densenet121", "xla", _application(_APPS.DenseNet121), _IMAGE),
     Architecture("inception_v3", "xla", _application(_APPS.InceptionV3), (75, 75, 3)),
     Architecture("vgg16", "xla", _application(_APPS.VGG16), _IMAGE),
-    Architecture("unet", "xla", _unet, _IMAGE),
-    Architecture("unet3d_small", "xla", _unet3d, (16, 16, 16, 1)),
+    Architecture("unet", "xla", _u_net(2, (16, 32, 64), _CLASSES, "unet"), _IMAGE),
+    # A volumetric U-Net on one-channel volumes (MLPerf's unet3d family).
+    Architecture("unet3d_small", "xla", _u_net(3, (32, 64, 128), 3, "unet3d_small"), (16, 16, 16, 1)),
     Architecture("c3d", "xla", _c3d, (8, 32, 32, 3)),
     Architecture("transformer_encoder", "nlp", transformer_encoder, _TOKENS, tf.int32),
     Architecture("transformer_decoder", "nlp", _transformer_decoder, _TOKENS, tf.int32),
