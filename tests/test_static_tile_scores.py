@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import sample_data
 from tpu_graphs.data import graphs, npz, records
-from tpu_graphs.export import static_shapes, static_tile_scores, untrained
+from tpu_graphs.export import saved_model, static_shapes, static_tile_scores
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import inputs, xla
 
@@ -37,7 +37,7 @@ def _padded_arrays(graph: graphs.TileGraph, bucket: static_shapes.Bucket, config
 def test_bucket_scores_equal_the_model_on_its_graph_tensor(join, backbone):
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILE))
   tf.keras.utils.set_random_seed(0)
-  model = tile_model.build_tile_model(untrained._graph_spec("tile"), join, backbone, units=16, num_layers=2)
+  model = tile_model.build_tile_model(saved_model.model_input_spec("tile"), join, backbone, units=16, num_layers=2)
   configs = 100
   arrays = _padded_arrays(graph, static_shapes.TILE_BUCKETS[0], configs)
   arranged = static_tile_scores.late_join_scores(model, *arrays)
