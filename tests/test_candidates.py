@@ -57,10 +57,10 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
       if written == 0:
         assert (orders == -1).all()
         continue
-      # Configs write the CONFIGURED_DIMS minor-most dims (fewer for rank 1), the rest -1. Config 0
+      # Configs write the CONFIGURED_LAYOUT_DIMS minor-most dims (fewer for rank 1), the rest -1. Config 0
       # is the default (descending dims, the last minor-most); every config is a candidate of that
       # tensor (default or its one alternative), distinct dims within the tensor's rank.
-      assert written <= candidates.CONFIGURED_DIMS and (orders[:, written:] == -1).all()
+      assert written <= features.CONFIGURED_LAYOUT_DIMS and (orders[:, written:] == -1).all()
       rank = int(orders[0, 0]) + 1
       assert orders[0, :written].tolist() == list(candidates.default_layout(rank))[:written]
       assert len({tuple(o[:written]) for o in orders}) <= 2

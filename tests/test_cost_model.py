@@ -199,14 +199,14 @@ def test_runtimes_are_table_lookups_matching_the_feature_encoding():
   choices = np.stack([rng.integers(0, s, 50) for s in sizes], axis=1)
   feats = model.config_features(choices)
   assert feats.shape == (50, len(model.configurable_nodes), 18)
-  # Each tensor's CONFIGURED_DIMS minor-most dims are set (the candidates differ only there), the
+  # Each tensor's CONFIGURED_LAYOUT_DIMS minor-most dims are set (the candidates differ only there), the
   # rest of its rank left unset.
   v = model.node_variables[1, 0]
   rank = len(model.variables[v].dims)
-  assert rank > cost_model.CONFIGURED_DIMS
+  assert rank > features.CONFIGURED_LAYOUT_DIMS
   chosen = model.variables[v].choices[choices[:, v]]
-  assert (feats[:, 1, :cost_model.CONFIGURED_DIMS] == chosen[:, :cost_model.CONFIGURED_DIMS]).all()
-  assert (feats[:, 1, cost_model.CONFIGURED_DIMS:features.LAYOUT_MAX_DIMS] == -1).all()
+  assert (feats[:, 1, :features.CONFIGURED_LAYOUT_DIMS] == chosen[:, :features.CONFIGURED_LAYOUT_DIMS]).all()
+  assert (feats[:, 1, features.CONFIGURED_LAYOUT_DIMS:features.LAYOUT_MAX_DIMS] == -1).all()
   assert np.all(np.isfinite(model.runtimes(choices))) and model.runtimes(choices).min() > 0
 
 

@@ -98,13 +98,13 @@ def test_tile_normalizer_is_the_default_configs_own_measurement(regenerated):
 
 def _default_rows(node_config_feat: np.ndarray) -> np.ndarray:
   """(nc, 18): each node's row with every tensor it sets at its default (descending) layout, of
-  which configs set the CONFIGURED_DIMS minor-most dims. A tensor's rank is one more than the
+  which configs set the CONFIGURED_LAYOUT_DIMS minor-most dims. A tensor's rank is one more than the
   largest dim any config sets for it: each of its candidates has the last dim among its two
   minor-most."""
   slots = node_config_feat.reshape(node_config_feat.shape[:2] + (features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS))
   last = slots.max(axis=(0, 3))[..., np.newaxis]  # (nc, 3, 1): rank - 1, -1 for a tensor not set
   dims = np.arange(features.LAYOUT_MAX_DIMS)
-  return np.where((dims < cost_model.CONFIGURED_DIMS) & (dims <= last), last - dims, -1).reshape(len(slots[0]), -1)
+  return np.where((dims < features.CONFIGURED_LAYOUT_DIMS) & (dims <= last), last - dims, -1).reshape(len(slots[0]), -1)
 
 
 def _layout_files(root, search, split="train"):
@@ -119,7 +119,7 @@ def test_default_search_starts_at_the_default_and_every_config_sets_the_minor_di
   for path in _layout_files(root, "default", "test") + _layout_files(root, "random", "test"):
     slots = npz.read_graph(path).node_config_feat.reshape(-1, features.LAYOUT_MAX_DIMS)
     assert (slots != -1).reshape(-1, features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS).any(-1).all(), path
-    assert (slots[:, cost_model.CONFIGURED_DIMS:] == -1).all(), path
+    assert (slots[:, features.CONFIGURED_LAYOUT_DIMS:] == -1).all(), path
 
 
 def test_every_configurable_node_has_two_to_eight_candidate_layouts_including_the_default(regenerated):

@@ -34,7 +34,6 @@ MXU_OPCODES = frozenset({"convolution", "dot"})
 MAX_TILE_CANDIDATES = 2000
 # Draws of `count` configs each before a sampled set of distinct layout configs stops growing.
 _LAYOUT_DRAW_ROUNDS = 20
-CONFIGURED_DIMS = features.CONFIGURED_LAYOUT_DIMS  # candidates differ only in these
 
 
 def default_layout(rank: int) -> tuple:
@@ -131,7 +130,7 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
 
   Configurable nodes are its convolutions, dots and reshapes (featurize.CONFIGURABLE_OPCODES);
   each array tensor of rank >= 1 among a node's result and first two operands is offered
-  `candidate_layouts`, its CONFIGURED_DIMS minor-most dimensions written to the configs. Config 0
+  `candidate_layouts`, its features.CONFIGURED_LAYOUT_DIMS minor-most dimensions written to the configs. Config 0
   is every tensor at its default; the others are distinct combinations drawn uniformly with
   `seed`, at most `num_candidates` configs in all.
 
@@ -164,7 +163,7 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
     for slot, choices in enumerate(node):
       if choices is None:
         continue
-      orders = choices[picked[:, variable]][:, :CONFIGURED_DIMS]
+      orders = choices[picked[:, variable]][:, :features.CONFIGURED_LAYOUT_DIMS]
       start = slot * features.LAYOUT_MAX_DIMS
       config_feat[:, j, start:start + orders.shape[1]] = orders
       variable += 1

@@ -80,7 +80,6 @@ NOISE_FRACTION = 0.002
 # A layout change fused into its consumer's loop: a strided pass over the tensor, this share of a
 # separate copy's read and write.
 COPY_SHARE = 0.25
-CONFIGURED_DIMS = candidates.CONFIGURED_DIMS
 # Ops whose result takes the layout of an operand of the same shape.
 LAYOUT_PRESERVING_OPCODES = frozenset({
     "abs", "add", "and", "atan2", "clamp", "compare", "convert", "cosine", "divide", "exponential",
@@ -364,17 +363,17 @@ class LayoutCostModel:
     """
     result = self.variables[slots[0]]
     preferred = candidates.preferred_minor_dims(instruction, by_id)
-    features = preferred[0]
+    output_features = preferred[0]
     result_minor = result.choices[:, 0]
     lanes = lane_utilisation(np.asarray(result.dims)[result_minor])
-    feature_lanes = lane_utilisation(np.asarray(result.dims[features]))
+    feature_lanes = lane_utilisation(np.asarray(result.dims[output_features]))
     if slots[1] >= 0:
       lhs_minor = self.variables[slots[1]].choices[:, 0]
     else:
       lhs_rank = len(by_id[instruction.operand_ids[0]].shape.dimensions)
       lhs_minor = np.asarray(candidates.default_layout(lhs_rank)[:1])
     lhs_streams = (lhs_minor == preferred[1]).reshape(_axis(1, num_tensors))
-    lanes, features_minor = lanes.reshape(_axis(0, num_tensors)), (result_minor == features).reshape(_axis(0, num_tensors))
+    lanes, features_minor = lanes.reshape(_axis(0, num_tensors)), (result_minor == output_features).reshape(_axis(0, num_tensors))
     return np.where(features_minor, feature_lanes, np.where(lhs_streams, lanes, np.maximum(lanes, feature_lanes)))
 
   def runtimes(self, choices: np.ndarray) -> np.ndarray:
@@ -395,7 +394,7 @@ class LayoutCostModel:
       for slot, v in enumerate(self.node_variables[j]):
         if v < 0:
           continue
-        orders = self.variables[v].choices[choices[:, v]][:, :CONFIGURED_DIMS]
+        orders = self.variables[v].choices[choices[:, v]][:, :features.CONFIGURED_LAYOUT_DIMS]
         start = slot * features.LAYOUT_MAX_DIMS
         result[:, j, start:start + orders.shape[1]] = orders
     return result

@@ -111,8 +111,9 @@ def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng:
   eligible = [i for i, inst in enumerate(nodes.instructions)
               if inst.opcode in CONFIGURABLE_OPCODES and costed[i] and cost_model.is_array(inst.shape)
               and len(inst.shape.dimensions) >= 2]
-  matrix = [i for i in eligible if nodes.instructions[i].opcode in candidates.MXU_OPCODES]
-  others = np.asarray([i for i in eligible if i not in set(matrix)], np.int64)
+  is_matrix = [nodes.instructions[i].opcode in candidates.MXU_OPCODES for i in eligible]
+  matrix = [i for i, chosen in zip(eligible, is_matrix) if chosen]
+  others = np.asarray([i for i, chosen in zip(eligible, is_matrix) if not chosen], np.int64)
   count = min(len(others), max(1, round(RESHAPE_SHARE * len(matrix))))
   return np.sort(np.concatenate([np.asarray(matrix, np.int64), rng.choice(others, size=count, replace=False)]))
 
