@@ -149,15 +149,16 @@ def test_a_weight_gradient_result_fills_the_matrix_unit_lanes_with_its_minor_mos
     assert _convolution_seconds(nodes, model, 1, lhs_choice) < _convolution_seconds(nodes, model, 0, lhs_choice)
 
 
-def test_a_small_minor_most_result_dimension_is_slow_only_when_the_lhs_streams_in_its_preferred_layout():
-  # The first layer's kernel gradient: one input feature. With it minor-most, a streamed lhs
-  # forces it across the lanes (1 of 128 filled); an lhs read in another order lets the emitter
-  # put the 32 output features there instead.
+def test_a_size_one_minor_most_result_dimension_is_slow_only_when_the_lhs_streams_in_its_preferred_layout():
+  # The first layer's kernel gradient: one input feature. With it minor-most and the lhs streamed
+  # in (its batch of 8 minor-most), there is no matrix-unit tiling: a vector-unit loop whose lanes
+  # hold the batch (8 of 128). An lhs read in another order lets the emitter put the 32 output
+  # features on the matrix unit's lanes instead.
   nodes, model = _weight_gradient_program(input_features=1, output_features=32, batch=8, size=32)
   seconds = lambda result_choice, lhs_choice: _convolution_seconds(nodes, model, result_choice, lhs_choice)
   flops = 2 * (3 * 3 * 1 * 32) * (8 * 32 * 32)
   streamed = seconds(1, 1) - cost_model.OP_OVERHEAD_SECONDS
-  assert flops / (cost_model.MXU_FLOPS * streamed) == pytest.approx(cost_model.lane_utilisation(1), rel=1e-9)
+  assert flops / streamed == pytest.approx(cost_model.VECTOR_FLOPS * cost_model.lane_utilisation(8), rel=1e-9)
   assert seconds(1, 1) > 5 * seconds(0, 1)
   # Not streamed: the 32 output features fill the lanes as in the default, and the op is
   # memory-bound again. Its operands cost their bytes in any layout; its result its padded bytes:
@@ -166,6 +167,15 @@ def test_a_small_minor_most_result_dimension_is_slow_only_when_the_lhs_streams_i
   assert seconds(0, 0) == pytest.approx(seconds(0, 1), rel=1e-12)
   padding = (3 * 3 * 32 * 128 - 3 * 3 * 8 * 128) * 2 / cost_model.HBM_BYTES_PER_SECOND
   assert seconds(1, 0) - seconds(0, 0) == pytest.approx(padding, rel=1e-9)
+
+
+def test_a_narrow_but_not_size_one_minor_most_result_dimension_stays_on_the_matrix_unit():
+  # Four input features minor-most with the lhs streamed: the matrix unit fills 4 of its 128
+  # lanes, no vector-unit loop.
+  nodes, model = _weight_gradient_program(input_features=4, output_features=32, batch=8, size=32)
+  flops = 2 * (3 * 3 * 4 * 32) * (8 * 32 * 32)
+  streamed = _convolution_seconds(nodes, model, 1, 1) - cost_model.OP_OVERHEAD_SECONDS
+  assert flops / (cost_model.MXU_FLOPS * streamed) == pytest.approx(cost_model.lane_utilisation(4), rel=1e-9)
 
 
 def _transpose_program():

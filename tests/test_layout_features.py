@@ -54,10 +54,29 @@ def test_layouts_differ_only_where_both_are_set():
 def test_cost_features_of_a_transposed_output_on_a_padded_minor_dimension():
   row = tf.constant([_layout(0, 1) + _layout(1, 0) + UNSET], tf.float32)  # output transposed, input 0 default
   features = layout_features.config_cost_features(row, tf.constant([[2.0, 100.0, 0, 0, 0, 0]]),
-                                                  tf.constant([_layout(1, 0)])).numpy()[0]
+                                                  tf.constant([_layout(1, 0)]), tf.constant([[-1, -1]])).numpy()[0]
   assert features.shape == (layout_features.NUM_COST_FEATURES,)
   np.testing.assert_allclose(features, [1, 0, 1, math.log(2), math.log(100),
-                                        math.log(128 / 2) + math.log(104 / 100), 1], rtol=1e-6)
+                                        math.log(128 / 2) + math.log(104 / 100), 1, 0, 0, 0, 0], rtol=1e-6)
+
+
+def test_matrix_unit_roles_of_a_weight_gradient_convolution_follow_its_dimension_numbers():
+  # unet3d's weight-gradient convolutions: output features dim 4, input features (the batch) dim 0.
+  feat = np.zeros((2, 140), np.float32)
+  feat[:, layout_features.OUTPUT_FEATURE_COLUMN] = 4
+  dims = layout_features.matrix_feature_dims(tf.constant(feat), tf.constant([True, False])).numpy()
+  np.testing.assert_array_equal(dims, [[4, 0], [-1, -1]])
+  rows = tf.constant([_layout(3, 4) + _layout(0, 4) + UNSET, _layout(4, 3) + _layout(4, 0) + UNSET,
+                      _layout(4, 3) + _layout(0, 4) + UNSET], tf.float32)
+  shape = tf.constant([[3.0, 3, 3, 1, 32, 0]])
+  roles = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
+                                               tf.constant(dims[:1])).numpy()[:, -4:]
+  # Row 0: the input streams (batch minor-most) and the output's size-1 dimension is minor-most, so
+  # the lanes are forced onto it and 127 of 128 stay empty; rows 1-2: output features minor-most.
+  np.testing.assert_allclose(roles, [[0, 1, 1, math.log(128)], [1, 0, 0, 0], [1, 1, 0, 0]], rtol=1e-6)
+  other_op = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
+                                                  tf.constant(dims[1:])).numpy()[:, -4:]
+  np.testing.assert_array_equal(other_op, np.zeros((3, 4)))
 
 
 def test_a_producer_whose_layout_the_consumer_does_not_ask_for_is_a_copy():

@@ -11,7 +11,13 @@ categories, three things decide what a layout costs on a TPU, and they are compu
 * the minor-most dimension: TPU vector registers and memory tiles run along it, so its size
   (and the second-minor one's) sets how well a tile is filled;
 * padding waste of (8, 128) tiling: the two minor-most dimensions are padded to multiples of 8
-  and 128, so a layout that puts a small dimension minor-most multiplies the bytes moved.
+  and 128, so a layout that puts a small dimension minor-most multiplies the bytes moved;
+* the matrix unit's roles: a convolution writes its result's minor-most dimension across the
+  matrix unit's lanes, and whether that is its output-feature dimension, and whether its input
+  arrives with the contracting (input-feature) dimension minor-most, decide together how well the
+  lanes fill (one such op decides most of the real unet3d's runtime spread). Dimension indices
+  differ between a forward and a weight-gradient convolution, so these are compared with the op's
+  own convolution dimension numbers, not read as categories.
 
 All functions take plain tensors and broadcast over leading axes; layouts are (..., 6) int32.
 """
@@ -32,8 +38,10 @@ DEFAULT_LAYOUT_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("layout_minor_t
                                features.NODE_FEATURE_NAMES.index("layout_minor_to_major_5") + 1)
 # TPU memory tiles: the minor-most dimension is padded to 128 lanes, the second-minor to 8 sublanes.
 TILE_LANES, TILE_SUBLANES = 128, 8
+OUTPUT_FEATURE_COLUMN = features.NODE_FEATURE_NAMES.index("convolution_dim_numbers_output_feature_dim")
+INPUT_FEATURE_COLUMN = features.NODE_FEATURE_NAMES.index("convolution_dim_numbers_input_feature_dim")
 # Derived per-config features of a configurable op, see `config_cost_features`.
-NUM_COST_FEATURES = 7
+NUM_COST_FEATURES = 11
 
 
 def layout_categories(values: tf.Tensor) -> tf.Tensor:
@@ -92,26 +100,51 @@ def tiling_padding_waste(minor_sizes: tf.Tensor) -> tf.Tensor:
   return tf.reduce_sum(tf.math.log(padded / minor_sizes), axis=-1)
 
 
-def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_layout: tf.Tensor) -> tf.Tensor:
+def matrix_feature_dims(node_feat: tf.Tensor, is_convolution: tf.Tensor) -> tf.Tensor:
+  """(n, 2) int32 (output-feature, input-feature) dimension of each convolution, -1 for other ops.
+
+  Args:
+    node_feat: (n, 140) op features (their convolution_dim_numbers columns).
+    is_convolution: (n,) bool.
+  """
+  dims = tf.cast(tf.round(tf.gather(node_feat, [OUTPUT_FEATURE_COLUMN, INPUT_FEATURE_COLUMN], axis=-1)), tf.int32)
+  return tf.where(is_convolution[:, tf.newaxis], dims, -1)
+
+
+def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_layout: tf.Tensor,
+                         matrix_dims: tf.Tensor) -> tf.Tensor:
   """(..., NUM_COST_FEATURES) float32 cost features of configurable ops under their configs.
 
   Columns: output layout differs from input 0's, from input 1's, from the op's default; log size
   of the minor-most and second-minor output dimension; their (8, 128) padding waste; whether the
-  output layout is set at all.
+  output layout is set at all; for convolutions, whether the output's minor-most dimension is its
+  output features, whether input 0's is its input features, whether both together force the
+  matrix unit's lanes onto another output dimension, and then the lanes that dimension leaves
+  empty (log of 128-padded over real size); 0 for other ops.
 
   Args:
     config_values: (..., 18) node_config_feat rows (output, input 0, input 1 orders; -1 unset).
     shape: (..., 6) the op's output dimension sizes, broadcastable to the rows.
     default_layout: (..., 6) int32 the op's default output layout (`default_layouts`).
+    matrix_dims: (..., 2) int32 the op's `matrix_feature_dims`, broadcastable to the rows.
   """
   values = tf.cast(tf.round(config_values), tf.int32)
   output, input0, input1 = (values[..., i * MAX_DIMS:(i + 1) * MAX_DIMS] for i in range(TENSORS))
   sizes = minor_dimension_sizes(tf.broadcast_to(shape, tf.shape(output)), output)
+  matrix_dims = tf.broadcast_to(matrix_dims, tf.shape(output[..., :2]))
+  minor_is = lambda layout, dim: tf.cast((dim >= 0) & tf.equal(layout[..., 0], dim), tf.float32)[..., tf.newaxis]
+  output_features_minor = minor_is(output, matrix_dims[..., 0])
+  input_streams = minor_is(input0, matrix_dims[..., 1])
+  # The input streams in with its contracting dimension minor-most while the output's minor-most
+  # dimension is not its features: the matrix unit's lanes must take the output's minor dimension.
+  lanes_forced = input_streams * (1.0 - output_features_minor) * tf.cast(matrix_dims[..., :1] >= 0, tf.float32)
+  lane_waste = tf.math.log(tf.math.ceil(sizes[..., :1] / TILE_LANES) * TILE_LANES / sizes[..., :1])
   return tf.concat([
       layout_change(output, input0)[..., tf.newaxis], layout_change(output, input1)[..., tf.newaxis],
       layout_change(output, tf.broadcast_to(default_layout, tf.shape(output)))[..., tf.newaxis],
       tf.math.log(sizes), tiling_padding_waste(sizes)[..., tf.newaxis],
-      tf.cast(output[..., :1] >= 0, tf.float32)], axis=-1)
+      tf.cast(output[..., :1] >= 0, tf.float32),
+      output_features_minor, input_streams, lanes_forced, lanes_forced * lane_waste], axis=-1)
 
 
 def edge_copies(producer_layout: tf.Tensor, consumer_config: tf.Tensor) -> tf.Tensor:

@@ -349,32 +349,40 @@ class LayoutCostModel:
 
   def _lane_utilisation(self, instruction, slots: list, num_tensors: int, by_id) -> np.ndarray:
     """Matrix-unit utilisation of a convolution or dot under each (result, lhs) layout choice,
-    shaped to broadcast over the node's slots.
+    relative to MXU_FLOPS and shaped to broadcast over the node's slots.
 
     The matrix unit writes the result's minor-most dimension across its 128 lanes, so a result
     dimension of d elements there fills d / ceil(d/128)*128 of them. With the result's output
     features minor-most that is the features' utilisation. With another dimension minor-most the
     lhs operand decides: read in its preferred order (contracting / input features minor-most),
-    it streams straight in and the result's minor dimension must go on the lanes (a dimension of
-    1 fills one lane in 128: one op can then slow a whole program several times over); read in
-    any other order it is re-tiled on the way in anyway, and the emitter puts whichever of the
-    two dimensions fills the lanes better there. So operand and result layouts interact, and a
-    move away from the default can be faster (a 192-wide dimension fills lanes better than 64).
+    it streams straight in and the result's minor dimension must go on the lanes; read in any
+    other order it is re-tiled on the way in anyway, and the emitter puts whichever of the two
+    dimensions fills the lanes better there. So operand and result layouts interact, and a move
+    away from the default can be faster (a 192-wide dimension fills lanes better than 64).
+
+    A streamed lhs with a size-1 result dimension minor-most has no matrix-unit tiling at all:
+    the op runs as a vector-unit loop whose lanes hold the lhs's minor-most dimension (a weight
+    gradient's batch of 2 fills 2 lanes in 128), so one small op can slow a whole program
+    several times over, as the real unet3d's first weight gradient does (3x), while a 4-wide
+    dimension there (unet_3d.4x4.bf16) costs nothing measurable.
     """
     result = self.variables[slots[0]]
     preferred = candidates.preferred_minor_dims(instruction, by_id)
     output_features = preferred[0]
     result_minor = result.choices[:, 0]
-    lanes = lane_utilisation(np.asarray(result.dims)[result_minor])
+    result_sizes = np.asarray(result.dims)[result_minor]
+    lanes = lane_utilisation(result_sizes)
     feature_lanes = lane_utilisation(np.asarray(result.dims[output_features]))
+    lhs_dims = np.asarray(by_id[instruction.operand_ids[0]].shape.dimensions)
     if slots[1] >= 0:
       lhs_minor = self.variables[slots[1]].choices[:, 0]
     else:
-      lhs_rank = len(by_id[instruction.operand_ids[0]].shape.dimensions)
-      lhs_minor = np.asarray(candidates.default_layout(lhs_rank)[:1])
+      lhs_minor = np.asarray(candidates.default_layout(len(lhs_dims))[:1])
     lhs_streams = (lhs_minor == preferred[1]).reshape(_axis(1, num_tensors))
+    vector_loop = (VECTOR_FLOPS / MXU_FLOPS * lane_utilisation(lhs_dims[lhs_minor])).reshape(_axis(1, num_tensors))
+    forced = np.where((result_sizes == 1).reshape(_axis(0, num_tensors)), vector_loop, lanes.reshape(_axis(0, num_tensors)))
     lanes, features_minor = lanes.reshape(_axis(0, num_tensors)), (result_minor == output_features).reshape(_axis(0, num_tensors))
-    return np.where(features_minor, feature_lanes, np.where(lhs_streams, lanes, np.maximum(lanes, feature_lanes)))
+    return np.where(features_minor, feature_lanes, np.where(lhs_streams, forced, np.maximum(lanes, feature_lanes)))
 
   def runtimes(self, choices: np.ndarray) -> np.ndarray:
     """(c,) noiseless runtimes in seconds of configs `choices` (c, num_variables) int."""

@@ -38,22 +38,28 @@ from tpu_graphs.hlo import tuning_pb2
 from tpu_graphs.synth import cost_model
 from tpu_graphs.synth import zoo
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 MAX_CONFIGS = 100_000
 CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
 # Configurable reshapes per configurable matrix op: the real files have 0.06 (unet3d, the nlp test
 # graph) to 0.65 (the xla test graph), 0.17 in unet_3d.4x4.bf16.
 RESHAPE_SHARE = 0.15
 CONFIG_CHUNK = 1000
-# The most a default-search config moves: the share of configurable nodes away from the default
-# is drawn per config from U(0, this), so a node keeps its default in about 60% of the configs,
-# as in the real default collections (0.55-0.66).
-DEFAULT_SEARCH_MOVED_MAX = 0.8
+# The default search (layout_choices): the share of configurable nodes a config keeps at the
+# compiler's layout is drawn per config from U(0, DEFAULT_SEARCH_KEPT_MAX), and of the others this
+# share take a random candidate, the rest the as-written layout; so a node takes its most common
+# layout in about 65% of the configs, as in the real default collections (0.55-0.66).
+DEFAULT_SEARCH_KEPT_MAX = 0.4
+DEFAULT_SEARCH_EXPLORED = 0.3
+# How far off (a share of the program's runtime) the compiler's estimate of a layout is.
+COMPILER_ESTIMATE_ERROR = 0.003
+_ESTIMATE_TIE = 1e-5
 # Splits are by architecture, so valid and test hold models never seen in training.
 SPLIT_OF_ARCHITECTURE = {
     "resnet50": "train", "mobilenet_v2": "train", "mobilenet_v3_small": "train", "efficientnet_b0": "train",
     "densenet121": "train", "inception_v3": "train", "mobilenet": "valid", "vgg16": "valid",
     "resnet50_v2": "test", "unet": "test", "unet3d_small": "train", "c3d": "valid",
+    "unet3d_deep": "train", "vnet": "train", "resnet3d": "train", "vit_grayscale": "train",
     "transformer_encoder": "train", "transformer_decoder": "train", "vit": "train", "gru": "train",
     "mlp_mixer": "valid", "lstm": "test",
 }
@@ -118,33 +124,72 @@ def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng:
   return np.sort(np.concatenate([np.asarray(matrix, np.int64), rng.choice(others, size=count, replace=False)]))
 
 
+def node_combinations(model: cost_model.LayoutCostModel, node: int, combinations: np.ndarray) -> np.ndarray:
+  """(len(combinations), num_variables) int64 configs: configurable node `node` (an index into
+  model.node_variables) at each of `combinations`, its candidates numbered in mixed radix over its
+  variables' sizes, and every other variable at its default."""
+  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
+  choices = np.zeros((len(combinations), len(sizes)), np.int64)
+  _set_combinations(choices, model.node_variables[node], sizes, np.asarray(combinations, np.int64))
+  return choices
+
+
+def _set_combinations(choices: np.ndarray, variables: np.ndarray, sizes: np.ndarray, combinations: np.ndarray) -> None:
+  """Writes candidate `combinations` (c,) of one node (mixed radix) into its `variables` of `choices` (c, v)."""
+  combination = combinations.copy()
+  for variable in variables[variables >= 0]:
+    choices[:, variable] = combination % sizes[variable]
+    combination //= sizes[variable]
+
+
+def compiler_layouts(model: cost_model.LayoutCostModel, rng: np.random.Generator) -> np.ndarray:
+  """(nc,) int64 the compiler's own layout of each configurable node (a candidate in mixed radix):
+  the one its analytical model expects to be fastest with every other node at the default.
+
+  Its estimates are off by COMPILER_ESTIMATE_ERROR of the program's runtime, so it gets the
+  layouts that matter right and the rest by chance; where estimates tie it picks the later
+  candidate (an alternative over the as-written order, as XLA's TPU layout assignment, which
+  puts real unet3d's activations batch-minor in its first config, does)."""
+  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
+  default = model.runtimes(np.zeros((1, len(sizes)), np.int64))[0]
+  chosen = np.zeros(len(model.node_variables), np.int64)
+  for node, variables in enumerate(model.node_variables):
+    count = int(np.prod(sizes[variables[variables >= 0]]))
+    estimates = model.runtimes(node_combinations(model, node, np.arange(count))) / default
+    estimates = estimates + COMPILER_ESTIMATE_ERROR * rng.standard_normal(count)
+    chosen[node] = np.flatnonzero(estimates <= estimates.min() + _ESTIMATE_TIE)[-1]
+  return chosen
+
+
 def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, rng: np.random.Generator,
-                   first: bool) -> np.ndarray:
+                   first: bool, compiler: Optional[np.ndarray] = None) -> np.ndarray:
   """`count` configs: (count, num_variables) int64 indices into each variable's candidate layouts.
 
   A configurable node's candidates are the combinations of its tensors' candidate layouts (2 to 8,
   candidates.candidate_layouts). 'random' draws every node's layout uniformly from its
-  candidates. 'default' searches near the compiler default, as the real default collections do:
-  each config moves a share of the nodes, drawn per config from U(0, DEFAULT_SEARCH_MOVED_MAX),
-  each to a uniformly drawn other candidate, and leaves the rest at the default (choice 0); the
-  `first` config of a file is the default itself.
+  candidates. 'default' searches as the real default collections' configs do (the `first` config
+  of a file is the compiler's own, `compiler` from compiler_layouts, and is among the fastest,
+  while the search's most common layout per op is the as-written one): each config keeps a share
+  of the nodes, drawn per config from U(0, DEFAULT_SEARCH_KEPT_MAX), at the compiler's layout;
+  of the rest, DEFAULT_SEARCH_EXPLORED take a uniformly drawn candidate and the others the
+  as-written default (choice 0). So an op off its most common layout is as often at the
+  compiler's (usually faster) choice as at a random one, and straying is not slow as such.
   """
   sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
   if search == "random":
     return candidates.uniform_choices(sizes, count, rng)
+  if compiler is None:
+    raise ValueError("the default search needs the compiler's layouts (compiler_layouts)")
   choices = np.zeros((count, len(sizes)), np.int64)
-  moved_share = rng.random(count) * DEFAULT_SEARCH_MOVED_MAX
+  kept_share = rng.random(count) * DEFAULT_SEARCH_KEPT_MAX
   if first:
-    moved_share[0] = 0.0
-  for variables in model.node_variables:
-    variables = variables[variables >= 0]
-    combinations = int(np.prod(sizes[variables]))
-    moved = rng.random(count) < moved_share
-    # Candidate 1..combinations-1 of the node, written in mixed radix over its variables' sizes.
-    combination = np.where(moved, 1 + (rng.random(count) * (combinations - 1)).astype(np.int64), 0)
-    for variable in variables:
-      choices[:, variable] = combination % sizes[variable]
-      combination //= sizes[variable]
+    kept_share[0] = 1.0
+  for node, variables in enumerate(model.node_variables):
+    combinations = int(np.prod(sizes[variables[variables >= 0]]))
+    kept = rng.random(count) < kept_share
+    explored = rng.random(count) < DEFAULT_SEARCH_EXPLORED
+    drawn = (rng.random(count) * combinations).astype(np.int64)
+    _set_combinations(choices, variables, sizes, np.where(kept, compiler[node], np.where(explored, drawn, 0)))
   return choices
 
 
@@ -159,11 +204,12 @@ def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id:
   _, source, search = collection.split(":")
   key = (collection, graph_id)
   starts = range(0, num_configs, CONFIG_CHUNK)
+  compiler = compiler_layouts(model, file_rng(seed, "compiler", graph_id)) if search == "default" else None
 
   def chunks() -> Iterator[np.ndarray]:
     for start in starts:
       yield layout_choices(model, search, min(CONFIG_CHUNK, num_configs - start),
-                           file_rng(seed, *key, "configs", str(start)), first=start == 0)
+                           file_rng(seed, *key, "configs", str(start)), first=start == 0, compiler=compiler)
 
   runtimes = np.concatenate([model.runtimes(choices) for choices in chunks()])
   measured = cost_model.measure(runtimes, file_rng(seed, *key, "noise"))
@@ -301,8 +347,8 @@ Every file here is in the exact npz format of the TpuGraphs release, but the run
 an analytical TPU-like cost model (`tpu_graphs/synth/cost_model.py`), not from a TPU. The graphs
 are real: programs of a model zoo (`tpu_graphs/synth/zoo.py`) compiled by XLA on the generating
 machine and featurized by `tpu_graphs/hlo`. Layout files hold each program's training step (on
-larger inputs and batches than its name says, `zoo.TRAINING_SCALE` and `zoo.TRAINING_BATCH_SCALE`),
-tile files the fused kernels of its inference step.
+larger inputs and batches than its name says: `zoo.TRAINING_SCALE` and the architecture's
+`training_batch_scale`), tile files the fused kernels of its inference step.
 
 - scale: {scale}; seed: {seed}; generator version: {version}
 - programs: {programs}

@@ -33,6 +33,7 @@ _CLASSES = 10
 # Tracing costs the same at any size.
 TRAINING_SCALE = 4
 TRAINING_BATCH_SCALE = 8
+SCAN_BATCH_SCALE = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Architecture:
   build: Callable[[tuple], tf.keras.Model]
   input_shape: tuple
   input_dtype: tf.DType = tf.float32
+  # Training batch per program batch: segmenters of medical scans and volumes train on one or two
+  # per core (a scan fills the memory a classifier's batch would).
+  training_batch_scale: int = TRAINING_BATCH_SCALE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +119,37 @@ def _c3d(shape: tuple) -> tf.keras.Model:
   return tf.keras.Model(inputs, outputs, name="c3d")
 
 
+def _v_net(shape: tuple) -> tf.keras.Model:
+  """A V-Net-style volumetric segmenter: residual stages of 3x3x3 convolutions, strided 2x2x2
+  convolutions instead of pooling, transposed-convolution upsampling with skip connections."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input(shape)
+  x, skips = layers.Conv3D(16, 3, padding="same", activation="relu")(inputs), []
+  for filters in (16, 32, 64):
+    stage = layers.Conv3D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Add()([x, layers.Conv3D(filters, 3, padding="same")(stage)])
+    skips.append(x)
+    x = layers.Conv3D(2 * filters, 2, strides=2, activation="relu")(x)
+  for filters, skip in zip((64, 32, 16), reversed(skips)):
+    x = layers.Conv3DTranspose(filters, 2, strides=2)(x)
+    x = layers.Conv3D(filters, 3, padding="same", activation="relu")(layers.Concatenate()([x, skip]))
+  return tf.keras.Model(inputs, layers.Conv3D(2, 1)(x), name="vnet")
+
+
+def _resnet3d(shape: tuple) -> tf.keras.Model:
+  """A small 3-D ResNet video classifier: a 3x3x3 stem, residual blocks with strided 1x1x1
+  projections between stages, global pooling and a dense head."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input(shape)
+  x = layers.Conv3D(32, 3, padding="same", activation="relu")(inputs)
+  for filters, strides in ((32, 1), (64, 2), (128, 2)):
+    shortcut = layers.Conv3D(filters, 1, strides=strides)(x) if strides > 1 else x
+    y = layers.Conv3D(filters, 3, strides=strides, padding="same", activation="relu")(x)
+    x = layers.ReLU()(layers.Add()([shortcut, layers.Conv3D(filters, 3, padding="same")(y)]))
+  outputs = layers.Dense(_CLASSES)(layers.GlobalAveragePooling3D()(x))
+  return tf.keras.Model(inputs, outputs, name="resnet3d")
+
+
 def _transformer_block(x, width: int, heads: int, causal: bool, memory=None):
   layers = tf.keras.layers
   attention = layers.MultiHeadAttention(heads, width // heads)(x, x, use_causal_mask=causal)
@@ -163,15 +198,17 @@ def _recurrent(cell: Callable) -> Callable[[tuple], tf.keras.Model]:
   return build
 
 
-def _vit(shape: tuple) -> tf.keras.Model:
-  """A small Vision Transformer: 4x4 patches, 3 encoder blocks, mean-pooled head."""
-  layers = tf.keras.layers
-  images = tf.keras.Input(shape)
-  patches = layers.Conv2D(64, 4, strides=4)(images)
-  x = layers.Reshape((-1, 64))(patches)
-  for _ in range(3):
-    x = _transformer_block(x, 64, 4, causal=False)
-  return tf.keras.Model(images, layers.Dense(_CLASSES)(layers.GlobalAveragePooling1D()(x)), name="vit")
+def _vit(patch: int, name: str) -> Callable[[tuple], tf.keras.Model]:
+  """A small Vision Transformer: `patch` x `patch` patches, 3 encoder blocks, mean-pooled head."""
+  def build(shape: tuple) -> tf.keras.Model:
+    layers = tf.keras.layers
+    images = tf.keras.Input(shape)
+    patches = layers.Conv2D(64, patch, strides=patch)(images)
+    x = layers.Reshape((-1, 64))(patches)
+    for _ in range(3):
+      x = _transformer_block(x, 64, 4, causal=False)
+    return tf.keras.Model(images, layers.Dense(_CLASSES)(layers.GlobalAveragePooling1D()(x)), name=name)
+  return build
 
 
 def _mlp_mixer(shape: tuple) -> tf.keras.Model:
@@ -204,13 +241,23 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("vgg16", "xla", _application(_APPS.VGG16), _IMAGE),
     Architecture("unet", "xla", _u_net(2, (16, 32, 64), _CLASSES, "unet"), _IMAGE),
     # A volumetric U-Net on one-channel volumes (MLPerf's unet3d family).
-    Architecture("unet3d_small", "xla", _u_net(3, (32, 64, 128), 3, "unet3d_small"), (16, 16, 16, 1)),
+    Architecture("unet3d_small", "xla", _u_net(3, (32, 64, 128), 3, "unet3d_small"), (16, 16, 16, 1),
+                 training_batch_scale=SCAN_BATCH_SCALE),
     Architecture("c3d", "xla", _c3d, (8, 32, 32, 3)),
+    # Multi-modal (4-channel) MRI volumes, four levels, as in the BraTS-style unet_3d programs.
+    Architecture("unet3d_deep", "xla", _u_net(3, (16, 32, 64, 128), 3, "unet3d_deep"), (16, 16, 16, 4),
+                 training_batch_scale=SCAN_BATCH_SCALE),
+    Architecture("vnet", "xla", _v_net, (16, 16, 16, 2), training_batch_scale=SCAN_BATCH_SCALE),
+    Architecture("resnet3d", "xla", _resnet3d, (8, 16, 16, 3)),
     Architecture("transformer_encoder", "nlp", transformer_encoder, _TOKENS, tf.int32),
     Architecture("transformer_decoder", "nlp", _transformer_decoder, _TOKENS, tf.int32),
     Architecture("lstm", "nlp", _recurrent(tf.keras.layers.LSTM), _TOKENS, tf.int32),
     Architecture("gru", "nlp", _recurrent(tf.keras.layers.GRU), _TOKENS, tf.int32),
-    Architecture("vit", "nlp", _vit, _IMAGE),
+    Architecture("vit", "nlp", _vit(4, "vit"), _IMAGE),
+    # One-channel medical scans (X-ray, CT slices) in 16x16 patches, trained at small batches: the
+    # patch embedding's weight gradient has a size-1 dimension.
+    Architecture("vit_grayscale", "nlp", _vit(16, "vit_grayscale"), (_IMAGE_SIZE, _IMAGE_SIZE, 1),
+                 training_batch_scale=SCAN_BATCH_SCALE),
     Architecture("mlp_mixer", "nlp", _mlp_mixer, _IMAGE),
 )
 ARCHITECTURES_BY_NAME = {a.name: a for a in ARCHITECTURES}
@@ -269,14 +316,15 @@ def _training_step(model: tf.keras.Model) -> Callable:
 
 def compile_program(program: Program) -> CompiledProgram:
   """Builds and compiles one program of the zoo: its inference step (optimized too) and its
-  training step on TRAINING_BATCH_SCALE times the batch of training_input_shape inputs."""
+  training step on training_batch_scale (TRAINING_BATCH_SCALE by default) times the batch of
+  training_input_shape inputs."""
   architecture = program.architecture
   spec = tf.TensorSpec((program.batch_size,) + architecture.input_shape, architecture.input_dtype)
   compiled = compile_model(build_model(program), spec, program)
   shape = training_input_shape(architecture)
   training = from_tensorflow.hlo_module(
       _training_step(build_model(program, shape)),
-      tf.TensorSpec((program.batch_size * TRAINING_BATCH_SCALE,) + shape, architecture.input_dtype))
+      tf.TensorSpec((program.batch_size * architecture.training_batch_scale,) + shape, architecture.input_dtype))
   return dataclasses.replace(compiled, training=without_dead_code(training))
 
 
