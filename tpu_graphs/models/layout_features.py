@@ -130,21 +130,29 @@ def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_lay
   """
   values = tf.cast(tf.round(config_values), tf.int32)
   output, input0, input1 = (values[..., i * MAX_DIMS:(i + 1) * MAX_DIMS] for i in range(TENSORS))
-  sizes = minor_dimension_sizes(tf.broadcast_to(shape, tf.shape(output)), output)
+  shape = tf.broadcast_to(shape, tf.shape(output))
+  sizes = minor_dimension_sizes(shape, output)
   matrix_dims = tf.broadcast_to(matrix_dims, tf.shape(output[..., :2]))
+  is_convolution = tf.cast(matrix_dims[..., :1] >= 0, tf.float32)
   minor_is = lambda layout, dim: tf.cast((dim >= 0) & tf.equal(layout[..., 0], dim), tf.float32)[..., tf.newaxis]
   output_features_minor = minor_is(output, matrix_dims[..., 0])
   input_streams = minor_is(input0, matrix_dims[..., 1])
   # The input streams in with its contracting dimension minor-most while the output's minor-most
   # dimension is not its features: the matrix unit's lanes must take the output's minor dimension.
-  lanes_forced = input_streams * (1.0 - output_features_minor) * tf.cast(matrix_dims[..., :1] >= 0, tf.float32)
-  lane_waste = tf.math.log(tf.math.ceil(sizes[..., :1] / TILE_LANES) * TILE_LANES / sizes[..., :1])
+  lanes_forced = input_streams * (1.0 - output_features_minor) * is_convolution
+  lanes = lambda size: size / (tf.math.ceil(size / TILE_LANES) * TILE_LANES)
+  feature_size = tf.maximum(tf.gather(shape, tf.maximum(matrix_dims[..., :1], 0), batch_dims=shape.shape.rank - 1), 1.0)
+  # A convolution's lanes: its output features', or when forced its minor dimension's, or else
+  # the better of the two; its result's tile padding is the matrix unit's business, not a cost.
+  utilisation = tf.where(output_features_minor > 0, lanes(feature_size),
+                         tf.where(lanes_forced > 0, lanes(sizes[..., :1]), tf.maximum(lanes(sizes[..., :1]), lanes(feature_size))))
+  padding = (1.0 - is_convolution) * tiling_padding_waste(sizes)[..., tf.newaxis]
   return tf.concat([
       layout_change(output, input0)[..., tf.newaxis], layout_change(output, input1)[..., tf.newaxis],
       layout_change(output, tf.broadcast_to(default_layout, tf.shape(output)))[..., tf.newaxis],
-      tf.math.log(sizes), tiling_padding_waste(sizes)[..., tf.newaxis],
+      (1.0 - is_convolution) * tf.math.log(sizes), padding,
       tf.cast(output[..., :1] >= 0, tf.float32),
-      output_features_minor, input_streams, lanes_forced, lanes_forced * lane_waste], axis=-1)
+      output_features_minor, input_streams, lanes_forced, is_convolution * tf.math.log(utilisation)], axis=-1)
 
 
 def edge_copies(producer_layout: tf.Tensor, consumer_config: tf.Tensor) -> tf.Tensor:
