@@ -69,14 +69,18 @@ def test_matrix_unit_roles_of_a_weight_gradient_convolution_follow_its_dimension
   rows = tf.constant([_layout(3, 4) + _layout(0, 4) + UNSET, _layout(4, 3) + _layout(4, 0) + UNSET,
                       _layout(4, 3) + _layout(0, 4) + UNSET], tf.float32)
   shape = tf.constant([[3.0, 3, 3, 1, 32, 0]])
-  roles = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
-                                               tf.constant(dims[:1])).numpy()[:, -4:]
+  features = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
+                                                  tf.constant(dims[:1])).numpy()
   # Row 0: the input streams (batch minor-most) and the output's size-1 dimension is minor-most, so
-  # the lanes are forced onto it and 127 of 128 stay empty; rows 1-2: output features minor-most.
-  np.testing.assert_allclose(roles, [[0, 1, 1, math.log(128)], [1, 0, 0, 0], [1, 1, 0, 0]], rtol=1e-6)
+  # the lanes are forced onto it: 1 of 128 filled; rows 1-2: the 32 output features fill 32.
+  np.testing.assert_allclose(features[:, -4:], [[0, 1, 1, math.log(1 / 128)], [1, 0, 0, math.log(32 / 128)],
+                                                 [1, 1, 0, math.log(32 / 128)]], rtol=1e-6)
+  # The matrix unit writes a convolution's result tiles itself: no minor sizes or tile padding.
+  np.testing.assert_array_equal(features[:, 3:6], np.zeros((3, 3)))
   other_op = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
-                                                  tf.constant(dims[1:])).numpy()[:, -4:]
-  np.testing.assert_array_equal(other_op, np.zeros((3, 4)))
+                                                  tf.constant(dims[1:])).numpy()
+  np.testing.assert_array_equal(other_op[:, -4:], np.zeros((3, 4)))
+  assert (other_op[0, 3:6] != 0).any()
 
 
 def test_a_producer_whose_layout_the_consumer_does_not_ask_for_is_a_copy():

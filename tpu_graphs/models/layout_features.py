@@ -4,7 +4,7 @@ A layout is a minor-to-major order of a tensor's dimensions (TpuGraphs: `node_co
 holds, per configurable op, the orders of its output and up to two inputs, 6 values each, -1 =
 unset; `node_feat` holds the op's own default order in its `layout_minor_to_major_*` columns).
 The values are dimension indices, not magnitudes, so models read them as categories. Beyond the
-categories, three things decide what a layout costs on a TPU, and they are computed here:
+categories, four things decide what a layout costs on a TPU, and they are computed here:
 
 * copies: an op whose chosen output layout differs from the layout its consumer asks for (or
   whose inputs disagree with its output) forces XLA to insert a transposing copy;
@@ -17,7 +17,10 @@ categories, three things decide what a layout costs on a TPU, and they are compu
   arrives with the contracting (input-feature) dimension minor-most, decide together how well the
   lanes fill (one such op decides most of the real unet3d's runtime spread). Dimension indices
   differ between a forward and a weight-gradient convolution, so these are compared with the op's
-  own convolution dimension numbers, not read as categories.
+  own convolution dimension numbers, not read as categories. A convolution's result tiles are the
+  matrix unit's business, so its rows carry lanes instead of sizes and padding: read as padding,
+  a size-1 dimension minor-most would look slow however the input arrives, which is what a model
+  trained on generated programs then believed of real unet3d's fastest configs.
 
 All functions take plain tensors and broadcast over leading axes; layouts are (..., 6) int32.
 """
@@ -116,11 +119,12 @@ def config_cost_features(config_values: tf.Tensor, shape: tf.Tensor, default_lay
   """(..., NUM_COST_FEATURES) float32 cost features of configurable ops under their configs.
 
   Columns: output layout differs from input 0's, from input 1's, from the op's default; log size
-  of the minor-most and second-minor output dimension; their (8, 128) padding waste; whether the
-  output layout is set at all; for convolutions, whether the output's minor-most dimension is its
-  output features, whether input 0's is its input features, whether both together force the
-  matrix unit's lanes onto another output dimension, and then the lanes that dimension leaves
-  empty (log of 128-padded over real size); 0 for other ops.
+  of the minor-most and second-minor output dimension and their (8, 128) padding waste (0 for
+  convolutions, whose result tiles the matrix unit writes itself); whether the output layout is
+  set at all; for convolutions, whether the output's minor-most dimension is its output features,
+  whether input 0's is its input features, whether both together force the matrix unit's lanes
+  onto another output dimension, and the log share of the 128 lanes the result fills (the output
+  features', the forced dimension's, or else the better of the two); 0 for other ops.
 
   Args:
     config_values: (..., 18) node_config_feat rows (output, input 0, input 1 orders; -1 unset).
