@@ -30,7 +30,8 @@ _CLASSES = 10
 # Training steps run on batches TRAINING_BATCH_SCALE times the program's, of inputs TRAINING_SCALE
 # times as long per axis (128 px, 128 tokens): real layout programs are training steps whose
 # matrix units dominate their runtime, as they do only once activations outweigh the weights.
-# Tracing costs the same at any size.
+# Tracing costs the same at any size. Medical scans and volumes train at SCAN_BATCH_SCALE instead:
+# one or two per core, as a scan fills the memory a classifier's batch would.
 TRAINING_SCALE = 4
 TRAINING_BATCH_SCALE = 8
 SCAN_BATCH_SCALE = 2
