@@ -124,16 +124,6 @@ def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng:
   return np.sort(np.concatenate([np.asarray(matrix, np.int64), rng.choice(others, size=count, replace=False)]))
 
 
-def node_combinations(model: cost_model.LayoutCostModel, node: int, combinations: np.ndarray) -> np.ndarray:
-  """(len(combinations), num_variables) int64 configs: configurable node `node` (an index into
-  model.node_variables) at each of `combinations`, its candidates numbered in mixed radix over its
-  variables' sizes, and every other variable at its default."""
-  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
-  choices = np.zeros((len(combinations), len(sizes)), np.int64)
-  _set_combinations(choices, model.node_variables[node], sizes, np.asarray(combinations, np.int64))
-  return choices
-
-
 def _set_combinations(choices: np.ndarray, variables: np.ndarray, sizes: np.ndarray, combinations: np.ndarray) -> None:
   """Writes candidate `combinations` (c,) of one node (mixed radix) into its `variables` of `choices` (c, v)."""
   combination = combinations.copy()
@@ -155,7 +145,9 @@ def compiler_layouts(model: cost_model.LayoutCostModel, rng: np.random.Generator
   chosen = np.zeros(len(model.node_variables), np.int64)
   for node, variables in enumerate(model.node_variables):
     count = int(np.prod(sizes[variables[variables >= 0]]))
-    estimates = model.runtimes(node_combinations(model, node, np.arange(count))) / default
+    alone = np.zeros((count, len(sizes)), np.int64)  # the node at each candidate, the rest at the default
+    _set_combinations(alone, variables, sizes, np.arange(count))
+    estimates = model.runtimes(alone) / default
     estimates = estimates + COMPILER_ESTIMATE_ERROR * rng.standard_normal(count)
     chosen[node] = np.flatnonzero(estimates <= estimates.min() + _ESTIMATE_TIE)[-1]
   return chosen

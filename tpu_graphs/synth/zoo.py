@@ -46,9 +46,7 @@ class Architecture:
   build: Callable[[tuple], tf.keras.Model]
   input_shape: tuple
   input_dtype: tf.DType = tf.float32
-  # Training batch per program batch: segmenters of medical scans and volumes train on one or two
-  # per core (a scan fills the memory a classifier's batch would).
-  training_batch_scale: int = TRAINING_BATCH_SCALE
+  training_batch_scale: int = TRAINING_BATCH_SCALE  # training batch per program batch
 
 
 @dataclasses.dataclass(frozen=True)
