@@ -74,11 +74,9 @@ class LayoutModel:
   # longer. 0: off.
   segment_size: Optional[int] = None
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
-  # programs that helped (3 config splits each: unet3d 0.826 vs 0.793, unet_3d.4x4.bf16 0.411 vs
-  # 0.370, unet3d -> unet_3d.4x4.bf16 0.251 vs 0.218; benchmarks/real_layout.py), on unseen generated
-  # programs it hurt (QUICKSTART_LAYOUT_MODEL), partly because their default-search runtimes grow
-  # with how many ops a config moves off their most common layout and real ones do not
-  # (baselines/stats.py). Real measurements decide the recipe.
+  # programs that helped (3 config splits each: unet3d 0.832 vs 0.795, unet_3d.4x4.bf16 0.398 vs
+  # 0.374, unet3d -> unet_3d.4x4.bf16 0.220 vs 0.203; benchmarks/real_layout.py), on unseen generated
+  # programs it hurt (QUICKSTART_LAYOUT_MODEL). Real measurements decide the recipe.
   graph_norm: bool = True
   cross_config_attention: bool = False  # attention over the configs of a list
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
@@ -134,9 +132,9 @@ LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "config
 
 # The main job's layout runs leave GraphNorm out. They rank the embedded generated data, whose valid
 # and test programs are other architectures than its train programs; there GraphNorm cost valid tau
-# 0.690 / 0.463 / 0.324 / 0.223 -> 0.475 / 0.174 / 0.071 / 0.035 (benchmarks/generated_layout.py), the
-# previous default's 0.695 / 0.495 / 0.339 / 0.174 on the same data. The recipe keeps it: real files
-# decide that, and they favour it (LayoutModel.graph_norm).
+# 0.521 / 0.671 / 0.381 / 0.399 -> 0.298 / 0.308 / 0.105 / 0.049 (benchmarks/generated_layout.py,
+# generator version 4). The recipe keeps it: real files decide that, and they favour it
+# (LayoutModel.graph_norm).
 QUICKSTART_LAYOUT_MODEL = LayoutModel(graph_norm=False)
 
 # name -> kind or collection -> (training settings, model settings); a collection's own entry wins
