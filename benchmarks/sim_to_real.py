@@ -19,6 +19,14 @@ the sample (Kendall tau, top-1 and top-10 slowdown of the configs it ranks first
   programs help, above all on the files it never trained on (the cross-program rows)?
 * random: a seeded random order, what a ranker that learned nothing scores.
 
+Two references read the real runtimes, to show what one op decides: per file, the op whose
+layouts move the mean runtime most (layout_search.op_effects) has its configs' layouts ordered
+by their true mean runtime, the rest of each config left to a seeded random order; once by the
+op's layout values, once by the element orders they give (layout_search.element_orders: where a
+size-1 dimension sits moves no element). What the first reaches and the second does not lies
+between layouts that order every element the same: tiling and the compiler's choices, which a
+cost model of bytes in order cannot teach.
+
 Writes a Markdown table with the machine, date and command to --out (and prints it). Each
 ranker's scores are appended to a .jsonl beside --out as soon as they are known, and a rerun
 after a kill trains only what is missing (delete it to measure anew).
@@ -38,7 +46,8 @@ from absl import flags
 from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
 from tpu_graphs import benchmark_results
-from tpu_graphs.data import config_split, graphs, locations, npz, predictions
+from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
+from tpu_graphs.hlo import features
 from tpu_graphs.train import metrics
 
 _DATA_DIR = flags.DEFINE_string("data_dir", str(locations.EMBEDDED_NPZ.parent),
@@ -51,6 +60,10 @@ _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("sim_to_rea
 SEARCHES = ("default", "random")
 GENERATED = "generated only"
 RANDOM = "random"
+DOMINANT_LAYOUTS = "reference: the dominant op's layouts in true order"
+DOMINANT_ELEMENT_ORDERS = "reference: the dominant op's element orders in true order"
+_SHAPE_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("shape_dimensions_0"),
+                       features.NODE_FEATURE_NAMES.index("shape_dimensions_5") + 1)
 
 
 def link(source: pathlib.Path, target: pathlib.Path) -> None:
@@ -116,6 +129,31 @@ def real_tree(root: pathlib.Path, real: dict[str, graphs.LayoutGraph]) -> tuple[
   return root, rows["test"]
 
 
+def tensor_shapes(graph: graphs.LayoutGraph, node: int) -> np.ndarray:
+  """(3, 6) dimension sizes of a node's result and first two operands (zeros where absent)."""
+  tensors = [node, *graph.edge_index[graph.edge_index[:, 0] == node, 1][:2]]  # rows are [consumer, producer]
+  shapes = np.zeros((features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS))
+  shapes[:len(tensors)] = graph.node_feat[tensors][:, _SHAPE_COLUMNS]
+  return shapes
+
+
+def dominant_op_orders(graph: graphs.LayoutGraph, rng: np.random.Generator) -> dict[str, np.ndarray]:
+  """{reference: (c,) scores}: configs ordered by the true mean log runtime of the dominant op's
+  layout (or element order) they take, ties in a random order."""
+  categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
+  log_runtimes = np.log(graph.runtimes().astype(np.float64))
+  dominant = int(np.argmax(layout_search.op_effects(categories, graph.runtimes())))
+  groupings = {DOMINANT_LAYOUTS: categories[:, dominant], DOMINANT_ELEMENT_ORDERS: layout_search.element_orders(
+      graph.node_config_feat[:, dominant, :], tensor_shapes(graph, int(graph.node_config_ids[dominant])))}
+  orders = {}
+  for name, groups in groupings.items():
+    means = np.bincount(groups, weights=log_runtimes) / np.bincount(groups)
+    ranked = np.lexsort((rng.permutation(graph.num_configs), means[groups]))
+    orders[name] = np.empty(graph.num_configs)
+    orders[name][ranked] = np.arange(graph.num_configs)
+  return orders
+
+
 def scored(runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
   return {"tau": metrics.kendall_tau(runtimes, scores), "top1": metrics.top_k_slowdown(runtimes, scores, 1),
           "top10": metrics.top_k_slowdown(runtimes, scores, 10), "configs": int(runtimes.size)}
@@ -169,7 +207,14 @@ def main(argv):
       record({"ranker": RANDOM, "seconds": 0.0, "files": {
           graph_id: scored(graph.runtimes(), rng.permutation(graph.num_configs).astype(np.float64))
           for graph_id, graph in real.items()}})
-  rankers = [name for name in (GENERATED, real_ranker, pretrained_ranker, RANDOM) if name in results]
+    if DOMINANT_LAYOUTS not in results or DOMINANT_ELEMENT_ORDERS not in results:
+      rng = np.random.default_rng(_SEED.value)
+      orders = {graph_id: dominant_op_orders(graph, rng) for graph_id, graph in real.items()}
+      for name in (DOMINANT_LAYOUTS, DOMINANT_ELEMENT_ORDERS):
+        record({"ranker": name, "seconds": 0.0, "files": {
+            graph_id: scored(graph.runtimes(), orders[graph_id][name]) for graph_id, graph in real.items()}})
+  rankers = [name for name in (GENERATED, real_ranker, pretrained_ranker, RANDOM, DOMINANT_LAYOUTS,
+                               DOMINANT_ELEMENT_ORDERS) if name in results]
   data_dir = pathlib.Path(_DATA_DIR.value).resolve()
   if data_dir.is_relative_to(locations.REPOSITORY):
     data_dir = data_dir.relative_to(locations.REPOSITORY)
@@ -178,6 +223,8 @@ def main(argv):
            f"selected on their valid programs, ranking every config of each real file. {real_ranker}: trained on a "
            f"config split of {_ACROSS.value} (train half, valid quarter), ranking its test quarter and every config "
            f"of the other files. {pretrained_ranker}: the same, starting from the {GENERATED} run's best weights. "
+           "The references read the runtimes: configs ordered by the true mean runtime of the layout (or the element "
+           "order, size-1 dimensions dropped) the file's dominant op takes, the rest in a random order. "
            "Per real file: Kendall tau / top-1 slowdown / top-10 slowdown (configs ranked).", "",
            "| ranker | " + " | ".join(f"{graph_id} ({graph.num_configs} configs, spread "
                                       f"{graph.runtimes().max() / graph.runtimes().min():.3f}x)" for graph_id, graph

@@ -1,5 +1,5 @@
 """Layout-search statistics: layouts per configurable node, modal fraction, runtime spread, ops off
-their modal layout, largest single-op effect."""
+their modal layout, largest single-op effect, element orders."""
 
 import sys
 
@@ -83,6 +83,7 @@ def test_the_largest_op_effect_compares_geometric_means_of_well_sampled_layouts(
   categories = np.stack([node0, node1], axis=1)
   assert layout_search.largest_op_effect(categories, runtimes) == pytest.approx(4.0)
   assert layout_search.largest_op_effect(categories[:, 1:], runtimes) == 1.0
+  assert layout_search.op_effects(categories, runtimes) == pytest.approx([np.log(4.0), 0.0])
 
 
 def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_of_the_time():
@@ -93,6 +94,26 @@ def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_
   assert found.runtime_spread == pytest.approx(3.05, abs=0.01)
   # One convolution's layouts move unet3d's runtime 3x (issue #26).
   assert found.largest_op_effect == pytest.approx(3.03, abs=0.01)
+
+
+
+def test_layouts_that_only_move_size_one_dimensions_share_an_element_order():
+  # unet3d's weight gradient f32[3,3,3,1,32] of lhs [2,128,128,128,1] and rhs [2,128,128,128,32].
+  shapes = np.array([[3, 3, 3, 1, 32, 0], [2, 128, 128, 128, 1, 0], [2, 128, 128, 128, 32, 0]])
+  unset = [-1] * 4
+  row = lambda result, lhs, rhs: [*result, *unset, *lhs, *unset, *rhs, *unset]
+  rows = np.array([row((3, 4), (0, 4), (0, 4)), row((4, 3), (4, 0), (0, 4)), row((3, 4), (4, 0), (0, 4)),
+                   row((4, 3), (0, 4), (4, 0)), row((4, 2), (0, 4), (0, 4))])
+  orders = layout_search.element_orders(rows, shapes)
+  # Result (3, 4) and (4, 3) both put the 32 features first, lhs (0, 4) and (4, 0) the batch;
+  # the rhs's 32 features and batch do change places, and so does a result with dim 2 second.
+  assert orders[0] == orders[1] == orders[2]
+  assert len({orders[0], orders[3], orders[4]}) == 3
+  # Against the real file: every config of the op's four (result, lhs) pairs, whose runtimes differ
+  # 3x, falls into one of its two rhs element orders.
+  graph = npz.read_graph(sample_data.require_sample("npz/layout/xla/default/train/unet3d.npz"))
+  column = list(graph.node_config_ids).index(1022)
+  assert np.unique(layout_search.element_orders(graph.node_config_feat[:, column, :], shapes)).size == 2
 
 
 if __name__ == "__main__":

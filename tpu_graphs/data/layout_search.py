@@ -99,23 +99,52 @@ def off_modal(categories: np.ndarray) -> np.ndarray:
   return categories != modal[np.newaxis, :]
 
 
-def largest_op_effect(categories: np.ndarray, runtimes: np.ndarray) -> float:
-  """The largest over nodes of exp(spread of mean log runtime across the node's layouts), counting
-  layouts taken by at least MIN_CONFIGS_PER_LAYOUT configs (1.0 when no node has two such).
+def op_effects(categories: np.ndarray, runtimes: np.ndarray) -> np.ndarray:
+  """(nc,) per node, the spread (max - min) of mean log runtime across its layouts taken by at
+  least MIN_CONFIGS_PER_LAYOUT configs (0 for a node with fewer than two such).
 
   Args:
     categories: (c, nc) int64 from node_layout_categories.
     runtimes: (c,) positive runtimes.
   """
   log_runtimes = np.log(np.asarray(runtimes, np.float64))
-  largest = 0.0
-  for column in categories.T:
+  effects = np.zeros(categories.shape[1])
+  for node, column in enumerate(categories.T):
     counts = np.bincount(column)
     sums = np.bincount(column, weights=log_runtimes)
     means = sums[counts >= MIN_CONFIGS_PER_LAYOUT] / counts[counts >= MIN_CONFIGS_PER_LAYOUT]
     if means.size >= 2:
-      largest = max(largest, float(means.max() - means.min()))
-  return float(np.exp(largest))
+      effects[node] = means.max() - means.min()
+  return effects
+
+
+def largest_op_effect(categories: np.ndarray, runtimes: np.ndarray) -> float:
+  """The largest over nodes of exp(op_effects): the slowest over the fastest geometric mean runtime
+  of one node's layouts (1.0 when no node has two layouts of MIN_CONFIGS_PER_LAYOUT configs)."""
+  return float(np.exp(op_effects(categories, runtimes).max(initial=0.0)))
+
+
+def element_orders(rows: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+  """(c,) int64 category per config: the order a node's layouts put its tensors' elements in, as
+  opposed to the layout values its config row sets.
+
+  Where a size-1 dimension sits in a layout moves no element: two rows fall in one category when,
+  per tensor, their set layout values agree once size-1 dimensions are dropped. (On a TPU they may
+  still tile differently: (8, 128) tiles cover the two minor-most dimensions, size 1 or not.)
+
+  Args:
+    rows: (c, 18) the node's node_config_feat rows (output, input 0, input 1 orders; -1 unset).
+    shapes: (3, 6) the output's and inputs' dimension sizes (zero-padded; zeros where absent).
+  """
+  shapes = np.asarray(shapes)
+  rows = np.rint(np.asarray(rows)).astype(np.int64).reshape(len(rows), *shapes.shape)
+  sizes = np.take_along_axis(shapes[np.newaxis], np.clip(rows, 0, shapes.shape[1] - 1), axis=2)
+  kept = np.where((rows >= 0) & (sizes != 1), rows, -1)
+  # Dropping a size-1 dimension moves the dimensions after it up one place.
+  order = np.argsort(kept < 0, axis=2, kind="stable")
+  _, categories = np.unique(np.take_along_axis(kept, order, axis=2).reshape(len(rows), -1), axis=0,
+                            return_inverse=True)
+  return categories.reshape(-1)
 
 
 def layout_search_statistics(graph: graphs.LayoutGraph) -> LayoutSearchStatistics:
