@@ -62,8 +62,6 @@ GENERATED = "generated only"
 RANDOM = "random"
 DOMINANT_LAYOUTS = "reference: the dominant op's layouts in true order"
 DOMINANT_ELEMENT_ORDERS = "reference: the dominant op's element orders in true order"
-_SHAPE_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("shape_dimensions_0"),
-                       features.NODE_FEATURE_NAMES.index("shape_dimensions_5") + 1)
 
 
 def link(source: pathlib.Path, target: pathlib.Path) -> None:
@@ -133,7 +131,7 @@ def tensor_shapes(graph: graphs.LayoutGraph, node: int) -> np.ndarray:
   """(3, 6) dimension sizes of a node's result and first two operands (zeros where absent)."""
   tensors = [node, *graph.edge_index[graph.edge_index[:, 0] == node, 1][:2]]  # rows are [consumer, producer]
   shapes = np.zeros((features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS))
-  shapes[:len(tensors)] = graph.node_feat[tensors][:, _SHAPE_COLUMNS]
+  shapes[:len(tensors)] = graph.node_feat[tensors][:, features.SHAPE_COLUMNS]
   return shapes
 
 

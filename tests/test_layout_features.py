@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_graphs.data import records
+from tpu_graphs.hlo import features
 from tpu_graphs.models import layout_features, layout_model
 
 UNSET = [-1] * 6
@@ -17,7 +18,7 @@ UNSET = [-1] * 6
 def _op_features(shape, layout) -> np.ndarray:
   """One op's 140 features with the given shape and default minor-to-major order, zero padded."""
   row = np.zeros(140, np.float32)
-  row[layout_features.SHAPE_COLUMNS] = list(shape) + [0] * (6 - len(shape))
+  row[features.SHAPE_COLUMNS] = list(shape) + [0] * (6 - len(shape))
   row[layout_features.DEFAULT_LAYOUT_COLUMNS] = list(layout) + [0] * (6 - len(layout))
   return row
 
@@ -53,11 +54,11 @@ def test_layouts_differ_only_where_both_are_set():
 
 def test_cost_features_of_a_transposed_output_on_a_padded_minor_dimension():
   row = tf.constant([_layout(0, 1) + _layout(1, 0) + UNSET], tf.float32)  # output transposed, input 0 default
-  features = layout_features.config_cost_features(row, tf.constant([[2.0, 100.0, 0, 0, 0, 0]]),
-                                                  tf.constant([_layout(1, 0)]), tf.constant([[-1, -1]])).numpy()[0]
-  assert features.shape == (layout_features.NUM_COST_FEATURES,)
-  np.testing.assert_allclose(features, [1, 0, 1, math.log(2), math.log(100),
-                                        math.log(128 / 2) + math.log(104 / 100), 1, 0, 0, 0, 0], rtol=1e-6)
+  costs = layout_features.config_cost_features(row, tf.constant([[2.0, 100.0, 0, 0, 0, 0]]),
+                                               tf.constant([_layout(1, 0)]), tf.constant([[-1, -1]])).numpy()[0]
+  assert costs.shape == (layout_features.NUM_COST_FEATURES,)
+  np.testing.assert_allclose(costs, [1, 0, 1, math.log(2), math.log(100),
+                                     math.log(128 / 2) + math.log(104 / 100), 1, 0, 0, 0, 0], rtol=1e-6)
 
 
 def test_matrix_unit_roles_of_a_weight_gradient_convolution_follow_its_dimension_numbers():
@@ -69,14 +70,14 @@ def test_matrix_unit_roles_of_a_weight_gradient_convolution_follow_its_dimension
   rows = tf.constant([_layout(3, 4) + _layout(0, 4) + UNSET, _layout(4, 3) + _layout(4, 0) + UNSET,
                       _layout(4, 3) + _layout(0, 4) + UNSET], tf.float32)
   shape = tf.constant([[3.0, 3, 3, 1, 32, 0]])
-  features = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
-                                                  tf.constant(dims[:1])).numpy()
+  costs = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
+                                               tf.constant(dims[:1])).numpy()
   # Row 0: the input streams (batch minor-most) and the output's size-1 dimension is minor-most, so
   # the lanes are forced onto it: 1 of 128 filled; rows 1-2: the 32 output features fill 32.
-  np.testing.assert_allclose(features[:, -4:], [[0, 1, 1, math.log(1 / 128)], [1, 0, 0, math.log(32 / 128)],
-                                                 [1, 1, 0, math.log(32 / 128)]], rtol=1e-6)
+  np.testing.assert_allclose(costs[:, -4:], [[0, 1, 1, math.log(1 / 128)], [1, 0, 0, math.log(32 / 128)],
+                                              [1, 1, 0, math.log(32 / 128)]], rtol=1e-6)
   # The matrix unit writes a convolution's result tiles itself: no minor sizes or tile padding.
-  np.testing.assert_array_equal(features[:, 3:6], np.zeros((3, 3)))
+  np.testing.assert_array_equal(costs[:, 3:6], np.zeros((3, 3)))
   other_op = layout_features.config_cost_features(rows, shape, tf.constant([_layout(4, 3, 2, 1, 0)]),
                                                   tf.constant(dims[1:])).numpy()
   np.testing.assert_array_equal(other_op[:, -4:], np.zeros((3, 4)))

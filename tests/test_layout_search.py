@@ -96,7 +96,6 @@ def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_
   assert found.largest_op_effect == pytest.approx(3.03, abs=0.01)
 
 
-
 def test_layouts_that_only_move_size_one_dimensions_share_an_element_order():
   # unet3d's weight gradient f32[3,3,3,1,32] of lhs [2,128,128,128,1] and rhs [2,128,128,128,32].
   shapes = np.array([[3, 3, 3, 1, 32, 0], [2, 128, 128, 128, 1, 0], [2, 128, 128, 128, 32, 0]])

@@ -226,6 +226,9 @@ NODE_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
 )
 
 NODE_FEATURE_NAMES: tuple[str, ...] = tuple(name for group in NODE_FEATURE_GROUPS for name in group.names)
+# The node_feat columns of a node's result shape (zero-padded past its rank).
+SHAPE_COLUMNS = slice(NODE_FEATURE_NAMES.index("shape_dimensions_0"),
+                      NODE_FEATURE_NAMES.index("shape_dimensions_5") + 1)
 
 
 def node_features(instruction, is_root: bool) -> list[float]:

@@ -35,8 +35,6 @@ MAX_DIMS = features.LAYOUT_MAX_DIMS
 TENSORS = features.LAYOUT_MAX_TENSORS  # output, input 0, input 1
 # Categories of one layout value: unset (-1) and dimension indices 0..5.
 LAYOUT_CATEGORIES = MAX_DIMS + 1
-SHAPE_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("shape_dimensions_0"),
-                      features.NODE_FEATURE_NAMES.index("shape_dimensions_5") + 1)
 DEFAULT_LAYOUT_COLUMNS = slice(features.NODE_FEATURE_NAMES.index("layout_minor_to_major_0"),
                                features.NODE_FEATURE_NAMES.index("layout_minor_to_major_5") + 1)
 # TPU memory tiles: the minor-most dimension is padded to 128 lanes, the second-minor to 8 sublanes.
@@ -58,7 +56,7 @@ def default_layouts(node_feat: tf.Tensor) -> tf.Tensor:
   The release pads both the shape and the layout columns with zeros, so the rank is the number
   of leading non-zero dimensions.
   """
-  shape = node_feat[:, SHAPE_COLUMNS]
+  shape = node_feat[:, features.SHAPE_COLUMNS]
   rank = tf.reduce_sum(tf.cast(tf.math.cumprod(tf.cast(shape > 0, tf.int32), axis=1) > 0, tf.int32), axis=1)
   layout = tf.cast(tf.round(node_feat[:, DEFAULT_LAYOUT_COLUMNS]), tf.int32)
   return tf.where(tf.range(MAX_DIMS)[tf.newaxis, :] < rank[:, tf.newaxis], layout, -1)

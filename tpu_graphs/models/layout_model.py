@@ -38,7 +38,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import opcodes
+from tpu_graphs.hlo import features, opcodes
 from tpu_graphs.models import config_lists, gnn, layout_features, layout_preprocessing
 
 _LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
@@ -156,7 +156,7 @@ class LayoutEncoder(tf.keras.layers.Layer):
       matrix_dims = layout_features.matrix_feature_dims(
           op_feat, tf.equal(tf.cast(graph.node_sets["op"]["opcode"], tf.int32), _CONVOLUTION_OPCODE))
       row_inputs.append(layout_features.config_cost_features(
-          rows, tf.gather(op_feat[:, layout_features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of),
+          rows, tf.gather(op_feat[:, features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of),
           tf.gather(matrix_dims, op_of)))
     config_states = scatter_to_op_slots(graph, self._configs(tf.concat(row_inputs, axis=-1)))
     values, configured = op_config_values(graph)
