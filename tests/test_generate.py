@@ -1,13 +1,15 @@
 """Generated datasets: the format, test labels, layout search like the real one, and byte-identical
-regeneration of data/generated."""
+regeneration of data/generated. That every generated file converts to records is checked on that
+same data by tests/test_quickstart.py, whose main job converts all of it."""
 
+import functools
+import pathlib
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpu_graphs.data import convert
 from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import locations
@@ -108,6 +110,13 @@ def _default_rows(node_config_feat: np.ndarray) -> np.ndarray:
   return np.where((dims < features.CONFIGURED_LAYOUT_DIMS) & (dims <= last), last - dims, -1).reshape(len(slots[0]), -1)
 
 
+@functools.cache
+def _search_statistics(path: pathlib.Path) -> layout_search.LayoutSearchStatistics:
+  """layout_search_statistics of one generated file, computed once: the tests below read the same
+  train files several times."""
+  return layout_search.layout_search_statistics(npz.read_graph(path))
+
+
 def _layout_files(root, search, split="train"):
   return sorted((root / "npz" / "layout").glob(f"*/{search}/{split}/*.npz"))
 
@@ -133,11 +142,10 @@ def test_straying_from_the_common_layouts_is_not_slow_as_such_and_single_ops_can
   for source in ("xla", "nlp"):
     taus = []
     for path in sorted((root / "npz" / "layout" / source / "default" / "train").glob("*.npz")):
-      graph = npz.read_graph(path)
-      taus.append(metrics.kendall_tau(graph.runtimes(), layout_search.layout_search_statistics(graph).off_modal_ops))
+      taus.append(metrics.kendall_tau(npz.read_graph(path).runtimes(), _search_statistics(path).off_modal_ops))
     assert -0.25 <= np.median(taus) <= 0.15, (source, taus)
     for search in ("default", "random"):
-      effects = [layout_search.layout_search_statistics(npz.read_graph(path)).largest_op_effect
+      effects = [_search_statistics(path).largest_op_effect
                  for path in sorted((root / "npz" / "layout" / source / search / "train").glob("*.npz"))]
       assert max(effects) >= 1.5, (source, search, effects)
 
@@ -160,9 +168,8 @@ def test_layout_search_looks_like_real_layout_search(regenerated, search, modal_
   for source in ("xla", "nlp"):
     found, taus = [], []
     for path in sorted((root / "npz" / "layout" / source / search / "train").glob("*.npz")):
-      graph = npz.read_graph(path)
-      found.append(layout_search.layout_search_statistics(graph))
-      taus.append(ridge.per_node_layout_ridge_tau(graph))
+      found.append(_search_statistics(path))
+      taus.append(ridge.per_node_layout_ridge_tau(npz.read_graph(path)))
     assert found, source
     assert np.median([f.distinct_layouts for f in found]) <= 12, source
     assert modal_range[0] <= np.median([f.modal_fraction for f in found]) <= modal_range[1], source
@@ -178,12 +185,6 @@ def test_convolutions_and_dots_are_tile_kernels(regenerated):
   # A convolution kernel's configs set a kernel tile (input, output features).
   convolution = opcodes.OPCODE_IDS["convolution"]
   assert any((k.config_feat[:, :2] > 0).all() for k in matrix_kernels if convolution in k.node_opcode)
-
-
-def test_generated_files_convert_to_records(regenerated, tmp_path):
-  root, _ = regenerated
-  summary = convert.convert_directory(root / "npz", tmp_path / "records", progress=False)
-  assert summary.graphs_written == len(list((root / "npz").rglob("*.npz")))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """End to end: the main job's smallest mode leaves every artifact, and each one is usable; a
 collection it trained in a worker process trains the same in this process."""
 
+import hashlib
 import json
 import os
 import pathlib
@@ -79,6 +80,20 @@ def test_submission_covers_every_test_graph_and_validates(out_dir):
   submission.validate(rows, counts, source="quickstart submission")
   assert {p.collection for p in rows} == set(graphs.COLLECTIONS)
   assert len(rows) == len(counts)
+
+
+def test_every_embedded_file_is_converted_to_records(out_dir):
+  """Each split's manifest lists every npz file of the embedded tree, by name and content, once: the
+  generated data converts whole (tests/test_generate.py regenerates it byte for byte, so this
+  conversion, which the main job does anyway, also covers the generator's files)."""
+  embedded = sorted(locations.EMBEDDED_NPZ.rglob("*.npz"))
+  assert len(embedded) > 300
+  for split_dir in sorted({path.parent for path in embedded}):
+    manifest = json.loads((out_dir / "records" / split_dir.relative_to(locations.EMBEDDED_NPZ) /
+                           "manifest.json").read_text())
+    converted = sorted((g["source"], g["source_sha256"]) for shard in manifest["shards"] for g in shard["graphs"])
+    assert converted == sorted((path.name, hashlib.sha256(path.read_bytes()).hexdigest())
+                               for path in split_dir.glob("*.npz")), split_dir
 
 
 @pytest.mark.parametrize("collection", sorted(RUNS))

@@ -140,7 +140,7 @@ class _KillAfterEpoch(tf.keras.callbacks.Callback):
 @pytest.fixture(scope="module")
 def uninterrupted(records, tmp_path_factory):
   """(run directory, metrics) of a 3-epoch run of the default config and strategy, which the killed
-  and the mirrored runs are compared with."""
+  and the mirrored runs are compared with and the initialised runs start from."""
   run_dir = tmp_path_factory.mktemp("uninterrupted")
   return run_dir, trainer.run(tasks.TileTask(), _build, _config(records, run_dir))
 
@@ -177,15 +177,8 @@ class _WeightsAtStart(tf.keras.callbacks.Callback):
     self.weights = self.model.get_weights()
 
 
-@pytest.fixture(scope="module")
-def pretrained(records, tmp_path_factory):
-  """A finished run's directory: the one the initialisation tests start from."""
-  run_dir = tmp_path_factory.mktemp("pretrained")
-  trainer.run(tasks.TileTask(), _build, _config(records, run_dir, epochs=2))
-  return run_dir
-
-
-def test_run_initialised_from_another_run_starts_from_its_best_weights(records, pretrained, tmp_path):
+def test_run_initialised_from_another_run_starts_from_its_best_weights(records, uninterrupted, tmp_path):
+  pretrained, _ = uninterrupted  # any finished run of this model
   task = tasks.TileTask()
   fresh = trainer.run(task, _build, _config(records, tmp_path / "fresh", epochs=1))
   at_start = _WeightsAtStart()
@@ -199,7 +192,8 @@ def test_run_initialised_from_another_run_starts_from_its_best_weights(records, 
   assert json.loads((tmp_path / "finetuned" / "config.json").read_text())["init_from"] == str(pretrained)
 
 
-def test_initialising_from_a_run_without_best_weights_or_of_another_model_is_refused(records, pretrained, tmp_path):
+def test_initialising_from_a_run_without_best_weights_or_of_another_model_is_refused(records, uninterrupted, tmp_path):
+  pretrained, _ = uninterrupted
   task = tasks.TileTask()
   with pytest.raises(trainer.RunDirectoryError, match=r"nowhere/best/weights: cannot initialise from it \(missing"):
     trainer.run(task, _build, _config(records, tmp_path / "run", init_from=str(tmp_path / "nowhere")))
