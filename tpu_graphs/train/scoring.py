@@ -34,13 +34,21 @@ def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.Grap
   return functions[task]
 
 
-def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
-  """Scores every config of every graph: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
+def evaluation_batches(task: tasks.Task, records_dir, batch_size: int = 8) -> tf.data.Dataset:
+  """Merged batches of every config of every graph of a records directory, in file order.
+
+  Building a pipeline traces its functions, which costs seconds; a run validates after every
+  epoch, so it builds this once and scores it again with each epoch's weights (`score_batches`).
+  """
+  return inputs.merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
+                               drop_remainder=False)
+
+
+def score_batches(task: tasks.Task, scorer: tf.keras.Model, batches: tf.data.Dataset) -> dict:
+  """Scores every config of `evaluation_batches`: {"<collection>:<graph_id>": (runtimes (c,), scores (c,))}.
 
   Arrays are ordered by config index, i.e. as rows of the graph's npz file.
   """
-  batches = inputs.merged_batches(readers.evaluation_dataset(records_dir, task.structure_transform), batch_size,
-                                  drop_remainder=False)
   score = _scoring_function(task, scorer, batches.element_spec)
   parts: dict[str, list] = {}
   for graph in batches:
@@ -54,6 +62,11 @@ def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_s
     order = np.argsort(indices, kind="stable")
     scored[key] = (runtimes[order], scores[order])
   return scored
+
+
+def score_records(task: tasks.Task, scorer: tf.keras.Model, records_dir, batch_size: int = 8) -> dict:
+  """Scores every config of every graph under records_dir, as `score_batches`."""
+  return score_batches(task, scorer, evaluation_batches(task, records_dir, batch_size))
 
 
 def evaluate(task: tasks.Task, scored: dict) -> dict:

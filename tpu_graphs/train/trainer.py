@@ -348,9 +348,11 @@ class EpochEnd(tf.keras.callbacks.Callback):
   """
 
   def __init__(self, task: tasks.Task, scorer: tf.keras.Model, config: TrainingConfig,
-               manager: tf.train.CheckpointManager, state: dict, history: list):
+               manager: tf.train.CheckpointManager, state: dict, history: list, validation_batches: tf.data.Dataset):
+    """validation_batches: scoring.evaluation_batches of config.valid_dir, built once for every epoch."""
     super().__init__()
     self.task, self.scorer, self.config, self.manager = task, scorer, config, manager
+    self.validation_batches = validation_batches
     self.state, self.history = state, history
     self.out_dir = config.out_dir
 
@@ -364,8 +366,8 @@ class EpochEnd(tf.keras.callbacks.Callback):
           f"{self.config.learning_rate}, loss {self.config.loss!r}); stopped, nothing of epoch {epoch} was saved "
           f"(the checkpoints keep the {int(self.state['epoch'].numpy())} epoch(s) before it). Train with a lower "
           "--learning_rate in another --out_dir")
-    validation = scoring.evaluate(self.task, scoring.score_records(self.task, self.scorer, self.config.valid_dir,
-                                                                   self.config.eval_batch_size))["mean"]
+    validation = scoring.evaluate(self.task, scoring.score_batches(self.task, self.scorer,
+                                                                   self.validation_batches))["mean"]
     logs.update({f"val_{name}": value for name, value in validation.items()})
     value = validation[self.task.primary_metric]
     if value > self.state["best_value"].numpy():
@@ -439,12 +441,13 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   check_best_weights(out_dir, int(state["best_epoch"].numpy()))
   _write_json(storage.join(out_dir, "config.json"), run_config)  # once the directory proved resumable
 
+  validation_batches = scoring.evaluation_batches(task, config.valid_dir, config.eval_batch_size)
   if first_epoch < config.epochs and not bool(state["stopped"].numpy()):
     batches = strategy.distribute_datasets_from_function(
         lambda context: training_inputs.get_dataset(first_epoch, config.epochs, context, static_padding))
     model.fit(batches, epochs=config.epochs, initial_epoch=first_epoch,
               steps_per_epoch=training_inputs.steps_per_epoch, verbose=config.verbose,
-              callbacks=[EpochEnd(task, scorer, config, manager, state, history),
+              callbacks=[EpochEnd(task, scorer, config, manager, state, history, validation_batches),
                          tf.keras.callbacks.TensorBoard(storage.join(out_dir, "logs")), *callbacks])
 
   if tf.io.gfile.exists(storage.join(out_dir, "best", "weights.index")):
@@ -452,8 +455,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
-            "valid": scoring.evaluate(task, scoring.score_records(task, scorer, config.valid_dir,
-                                                                  config.eval_batch_size))}
+            "valid": scoring.evaluate(task, scoring.score_batches(task, scorer, validation_batches))}
   if config.test_dir:
     scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
     predictions.write_predictions(storage.join(out_dir, "predictions.csv"), scoring.ranked_predictions(task, scored))
