@@ -37,7 +37,8 @@ def chunk_count(records_dir) -> int:
 class TrainingInputs:
   """Sampled training batches of one records directory for one task.
 
-  The manifest is read once, here; datasets are built lazily, one per call of `get_dataset`.
+  The manifest is read once, here; datasets are built lazily, on the first call of `get_dataset`
+  or `graph_spec` that needs them.
   """
 
   def __init__(self, records_dir, task: tasks.Task, batch_size: int, configs_per_graph: int, seed: int = 0,
@@ -55,11 +56,35 @@ class TrainingInputs:
     # sampled from as many passes over the chunks as an epoch needs, each with fresh configs.
     self.steps_per_epoch = steps_per_epoch or self.chunks // batch_size
     self.passes = -(-self.steps_per_epoch * batch_size // self.chunks)
+    self._epoch_batches: dict = {}  # (epoch, replicas, pipelines, pipeline id) -> unpadded batches
 
   def sampled_graphs(self, epoch: int) -> tf.data.Dataset:
     """Scalar GraphTensors of one epoch, each chunk with configs_per_graph sampled configs."""
     return readers.training_dataset(self.records_dir, self.configs_per_graph, self.seed + epoch,
                                     structure_transform=self.task.structure_transform, passes=self.passes)
+
+  def epoch_batches(self, epoch: int, context: tf.distribute.InputContext,
+                    static_padding: Optional[padding.Padding] = None) -> tf.data.Dataset:
+    """One pipeline's merged GraphTensor batches of one epoch (see `get_dataset`).
+
+    Unpadded ones are kept once built: building traces every function of the pipeline, which costs
+    seconds, and a run builds epoch 0 twice, for `graph_spec` and for training. A dataset's seeds
+    are fixed when it is built (the op seeds and the global one, which `trainer.run` sets first), so
+    the kept one gives what a rebuilt one would. Padded ones (TPUs, XLA) are built anew each time: a
+    TPU's pipelines are built on its hosts' devices, not where the spec was read.
+    """
+    replica_batch = context.get_per_replica_batch_size(self.batch_size)
+    key = (epoch, context.num_replicas_in_sync, context.num_input_pipelines, context.input_pipeline_id)
+    if static_padding or key not in self._epoch_batches:
+      # Static batch sizes only where padding makes every shape static: MirroredStrategy's
+      # iterator must be able to make empty batches of the element spec.
+      batches = merged_batches(self.sampled_graphs(epoch), replica_batch, drop_remainder=bool(static_padding))
+      batches = batches.take(self.steps_per_epoch * context.num_replicas_in_sync).shard(
+          context.num_input_pipelines, context.input_pipeline_id)
+      if static_padding:
+        return static_padding.pad(batches)
+      self._epoch_batches[key] = batches
+    return self._epoch_batches[key]
 
   def get_dataset(self, first_epoch: int, epochs: int, context: Optional[tf.distribute.InputContext] = None,
                   static_padding: Optional[padding.Padding] = None) -> tf.data.Dataset:
@@ -75,15 +100,7 @@ class TrainingInputs:
     cost of reading work that grows with the number of workers.)
     """
     context = context or tf.distribute.InputContext()
-    replica_batch = context.get_per_replica_batch_size(self.batch_size)
-    batches_per_epoch = self.steps_per_epoch * context.num_replicas_in_sync
-    datasets = []
-    for epoch in range(first_epoch, epochs):
-      # Static batch sizes only where padding makes every shape static: MirroredStrategy's
-      # iterator must be able to make empty batches of the element spec.
-      batches = merged_batches(self.sampled_graphs(epoch), replica_batch, drop_remainder=bool(static_padding))
-      batches = batches.take(batches_per_epoch).shard(context.num_input_pipelines, context.input_pipeline_id)
-      datasets.append(static_padding.pad(batches) if static_padding else batches)
+    datasets = [self.epoch_batches(epoch, context, static_padding) for epoch in range(first_epoch, epochs)]
     batches = datasets[0]
     for dataset in datasets[1:]:
       batches = batches.concatenate(dataset)
