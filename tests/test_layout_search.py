@@ -1,5 +1,5 @@
-"""Layout-search statistics: layouts per configurable node, modal fraction, runtime spread, ops off
-their modal layout, largest single-op effect, element orders."""
+"""Layout-search statistics: layouts per configurable node, modal fraction, search groups, runtime
+spread, ops off their modal layout, largest single-op effect, element orders."""
 
 import sys
 
@@ -67,6 +67,16 @@ def test_file_statistics_are_means_over_nodes_and_the_runtime_spread():
   assert found.runtime_spread == pytest.approx(3.0)
 
 
+def test_nodes_that_take_the_same_numbered_layout_in_every_config_are_one_search_group():
+  lockstep = np.concatenate([_rows((1, 0), (0, 1), (0, 1)), _rows((2, 1, 0), (1, 2, 0), (1, 2, 0))], axis=1)
+  apart = _rows((1, 0), (1, 0), (0, 1))
+  categories, _ = layout_search.node_layout_categories(np.concatenate([lockstep, apart], axis=1))
+  assert layout_search.search_groups(categories) == 2
+  found = layout_search.layout_search_statistics(layout_test_data.layout_graph(np.concatenate([lockstep, apart], axis=1),
+                                                                               [10, 20, 30]))
+  assert found.ops_per_search_group == 1.5
+
+
 def test_unlabelled_files_have_no_runtime_spread():
   found = layout_search.layout_search_statistics(layout_test_data.layout_graph(_rows((1, 0), (0, 1)), [0, 0]))
   assert found.runtime_spread is None and found.largest_op_effect is None and found.distinct_layouts == 2.0
@@ -92,6 +102,8 @@ def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_
   assert found.distinct_layouts == pytest.approx(5.18, abs=0.01)
   assert found.modal_fraction == pytest.approx(0.659, abs=0.001)
   assert found.runtime_spread == pytest.approx(3.05, abs=0.01)
+  # Its search moves 56 configurable ops in 7 groups of alike ops.
+  assert found.ops_per_search_group == 8.0
   # One convolution's layouts move unet3d's runtime 3x (issue #26).
   assert found.largest_op_effect == pytest.approx(3.03, abs=0.01)
 
