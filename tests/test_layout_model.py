@@ -2,6 +2,7 @@
 read) = unchunked scoring (pruned inside the model), the recipe learning a real program, and the
 recipe ranking programs it never saw."""
 
+import dataclasses
 import pathlib
 import sys
 
@@ -68,8 +69,10 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
   source = GENERATED_VALID / "mobilenet.b1.f32.npz"
   (tmp_path / "npz/layout/xla/default/valid").mkdir(parents=True)
   graph = npz.read_graph(source)
+  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:200],  # 1,000 tell no more
+                              config_runtime=graph.config_runtime[:200])
   npz.write_graph(tmp_path / "npz/layout/xla/default/valid/small.npz", graph)
-  convert.convert_directory(tmp_path / "npz", tmp_path / "chunked", configs_per_chunk=37, progress=False)
+  convert.convert_directory(tmp_path / "npz", tmp_path / "chunked", configs_per_chunk=37, progress=False)  # 6 chunks
   unchunked = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                                node_config_ids=graph.node_config_ids,
                                                node_config_feat=graph.node_config_feat)
@@ -88,12 +91,13 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
 
 def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   """A short run of the layout recipe on half of unet3d's measured configs ranks a quarter it never
-  saw far better than chance (the previous recipe reached 0.16 in 20 epochs; benchmarks/real_layout.py)."""
+  saw far better than chance: Kendall tau 0.76 in 2 x 20 steps, 0.81 in 3 x 30 (the previous recipe reached
+  0.16 in 20 epochs; benchmarks/real_layout.py)."""
   source = sample_data.require_sample("npz") / "layout/xla/default/train/unet3d.npz"
   graph = npz.read_graph(source)
   rows = config_split.write_config_split(graph, tmp_path / "npz", seed=0)
   recipe = experiments.experiment("layout", "layout:xla:default").overridden(
-      training={"epochs": 3, "steps_per_epoch": 30, "warmup_steps": 10, "verbose": 0})
+      training={"epochs": 2, "steps_per_epoch": 20, "warmup_steps": 10, "verbose": 0})
   experiments.train(recipe, tmp_path / "npz", tmp_path / "run")
   prediction, = predictions.read_predictions(tmp_path / "run/predictions.csv")
   assert sorted(prediction.ranking) == list(range(len(rows["test"])))

@@ -44,6 +44,13 @@ def tile_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def tile_export(tile_run):
+  """The tile run's export (export_to_run_directory's), loaded once: its signatures keep no state
+  between calls, so the tests share it. A fresh process loads it too (below)."""
+  return tf.saved_model.load(str(tile_run[0] / saved_model.EXPORT_DIR_NAME))
+
+
+@pytest.fixture(scope="module")
 def tile_static_export(tile_run, tmp_path_factory):
   """The tile run's trained scorer exported with the static signatures, loaded."""
   export_dir = tmp_path_factory.mktemp("tile_static") / "export"
@@ -58,15 +65,16 @@ def _joined_graphs(kind: str, graph: graphs.Graph) -> list:
   return [records.join(kind, structure, records.parse(kind, tf.constant(chunk))) for chunk in chunks]
 
 
-def _served_scores(export_dir, graph: graphs.TileGraph) -> np.ndarray:
-  serve = tf.saved_model.load(str(export_dir)).signatures[saved_model.PLAIN_SIGNATURE]
+def _served_scores(loaded, graph: graphs.TileGraph) -> np.ndarray:
+  serve = loaded.signatures[saved_model.PLAIN_SIGNATURE]
   return serve(node_feat=tf.constant(graph.node_feat), node_opcode=tf.constant(graph.node_opcode),
                edge_index=tf.constant(graph.edge_index), config_feat=tf.constant(graph.config_feat))["scores"].numpy()
 
 
-def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_ones(tile_run, tile_static_export):
+def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_ones(tile_run, tile_export,
+                                                                                  tile_static_export):
   run_dir, _ = tile_run
-  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+  loaded = tile_export
   assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
   assert set(tile_static_export.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
                                                 *(bucket.signature_name for bucket in static_shapes.TILE_BUCKETS)}
@@ -100,13 +108,13 @@ def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_fill
     np.testing.assert_allclose(static.numpy()[:configs], plain.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_plain_signature_equals_in_memory_model_on_real_tile_files(tile_run):
-  run_dir, scorer = tile_run
+def test_plain_signature_equals_in_memory_model_on_real_tile_files(tile_run, tile_export):
+  _, scorer = tile_run
   for relative in REAL_TILE_FILES:
     graph = npz.read_graph(sample_data.require_sample(relative))
     expected = np.concatenate([scorer(joined.with_indices_dtype(tf.int32)).numpy()
                                for joined in _joined_graphs("tile", graph)])
-    served = _served_scores(run_dir / saved_model.EXPORT_DIR_NAME, graph)
+    served = _served_scores(tile_export, graph)
     assert served.shape == (graph.num_configs,)
     np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
     assert np.ptp(served) > 0  # the configs are told apart
@@ -119,9 +127,8 @@ def _plain_arrays(graph: graphs.Graph) -> list:
   return [tf.constant(array) for array in arrays]
 
 
-def test_plain_scoring_function_compiles_under_xla_to_the_same_scores(tile_run):
-  run_dir, _ = tile_run
-  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+def test_plain_scoring_function_compiles_under_xla_to_the_same_scores(tile_export):
+  loaded = tile_export
   compiled = tf.function(loaded.score, jit_compile=True)  # as a compiler would AOT-compile it
   for relative in REAL_TILE_FILES:  # 25 to 2,951 configs: no full chunk, and several
     arrays = _plain_arrays(npz.read_graph(sample_data.require_sample(relative)))
@@ -129,11 +136,14 @@ def test_plain_scoring_function_compiles_under_xla_to_the_same_scores(tile_run):
                                rtol=1e-5, atol=1e-5)
 
 
+def _first_configs(graph: graphs.LayoutGraph, num_configs: int) -> graphs.LayoutGraph:
+  return dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:num_configs],
+                             config_runtime=graph.config_runtime[:num_configs])
+
+
 def _small_layout_scorer(path, num_configs: int):
   """The layout file's first `num_configs` configs and an untrained 16-unit, 2-layer model for it."""
-  graph = npz.read_graph(path)
-  graph = dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:num_configs],
-                              config_runtime=graph.config_runtime[:num_configs])
+  graph = _first_configs(npz.read_graph(path), num_configs)
   example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                              node_config_ids=graph.node_config_ids,
                                              node_config_feat=graph.node_config_feat[:2])
@@ -143,10 +153,18 @@ def _small_layout_scorer(path, num_configs: int):
   return graph, scorer
 
 
-def test_layout_scoring_function_without_pruning_compiles_under_xla(tmp_path):
+@pytest.fixture(scope="module")
+def layout_export(tmp_path_factory):
+  """A small layout file's first 300 configs and the export of an untrained model for it without
+  pruning (export_to_run_directory's), loaded."""
   graph, scorer = _small_layout_scorer(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0], 300)
-  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), tmp_path)  # no pruning: its sizes depend on data
-  loaded = tf.saved_model.load(str(tmp_path / saved_model.EXPORT_DIR_NAME))
+  run_dir = tmp_path_factory.mktemp("layout_run")
+  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), run_dir)  # no pruning: its sizes depend on data
+  return graph, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+
+
+def test_layout_scoring_function_without_pruning_compiles_under_xla(layout_export):
+  graph, loaded = layout_export
   arrays = _plain_arrays(graph)
   served = loaded.score(*arrays)["scores"].numpy()
   np.testing.assert_allclose(tf.function(loaded.score, jit_compile=True)(*arrays)["scores"].numpy(), served,
@@ -154,17 +172,16 @@ def test_layout_scoring_function_without_pruning_compiles_under_xla(tmp_path):
   assert served.shape == (300,) and np.ptp(served) > 0
 
 
-def test_examples_signature_scores_serialized_graphs_in_order(tile_run):
-  run_dir, _ = tile_run
-  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+def test_examples_signature_scores_serialized_graphs_in_order(tile_export):
+  loaded = tile_export
   tile_graphs = [npz.read_graph(sample_data.require_sample(relative)) for relative in REAL_TILE_FILES[1:]]
   examples = [records.serialize(joined) for graph in tile_graphs for joined in _joined_graphs("tile", graph)]
   served = loaded.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant(examples))["scores"].numpy()
-  expected = np.concatenate([_served_scores(run_dir / saved_model.EXPORT_DIR_NAME, g) for g in tile_graphs])
+  expected = np.concatenate([_served_scores(loaded, g) for g in tile_graphs])
   np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_fresh_process_importing_only_tensorflow_serves_the_model(tile_run):
+def test_fresh_process_importing_only_tensorflow_serves_the_model(tile_run, tile_export):
   run_dir, _ = tile_run
   path = sample_data.require_sample(REAL_TILE_FILES[0])
   program = f"""
@@ -183,11 +200,10 @@ np.save(sys.argv[1], scores)
   environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   environment.pop("PYTHONPATH", None)
   subprocess.run([sys.executable, "-c", program, str(output)], check=True, cwd="/", env=environment)
-  np.testing.assert_array_equal(np.load(output), _served_scores(run_dir / saved_model.EXPORT_DIR_NAME,
-                                                                 npz.read_graph(path)))
+  np.testing.assert_array_equal(np.load(output), _served_scores(tile_export, npz.read_graph(path)))
 
 
-def test_saved_model_cli_runs_the_plain_signature_on_a_real_file(tile_run, tmp_path):
+def test_saved_model_cli_runs_the_plain_signature_on_a_real_file(tile_run, tile_export, tmp_path):
   if not SAVED_MODEL_CLI.exists():
     pytest.skip(f"{SAVED_MODEL_CLI} not installed beside the Python interpreter")
   run_dir, _ = tile_run
@@ -197,13 +213,11 @@ def test_saved_model_cli_runs_the_plain_signature_on_a_real_file(tile_run, tmp_p
                   "--tag_set", "serve", "--signature_def", "serving_default", "--inputs", inputs,
                   "--outdir", str(tmp_path)], check=True, capture_output=True)
   np.testing.assert_allclose(np.load(tmp_path / "scores.npy"),
-                             _served_scores(run_dir / saved_model.EXPORT_DIR_NAME, npz.read_graph(path)),
-                             rtol=1e-6)
+                             _served_scores(tile_export, npz.read_graph(path)), rtol=1e-6)
 
 
-def test_edge_index_out_of_range_is_rejected_naming_the_input(tile_run):
-  run_dir, _ = tile_run
-  serve = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+def test_edge_index_out_of_range_is_rejected_naming_the_input(tile_export):
+  serve = tile_export.signatures[saved_model.PLAIN_SIGNATURE]
   with pytest.raises(tf.errors.InvalidArgumentError, match="edge_index"):
     serve(node_feat=tf.zeros([2, graphs.NODE_FEATURE_WIDTH]), node_opcode=tf.constant([1, 2], tf.uint8),
           edge_index=tf.constant([[1, 5]], tf.int64), config_feat=tf.ones([3, graphs.TILE_CONFIG_FEATURE_WIDTH]))
@@ -227,17 +241,15 @@ def _tile_arrays(**replaced) -> dict:
     ({"config_feat": np.zeros([0, 24], np.float32)}, "config_feat has no rows: zero configs, nothing to score"),
 ], ids=["nan_node_feat", "inf_config_feat", "no_nodes", "node_feat_width", "config_feat_width", "opcode_length",
         "zero_configs"])
-def test_plain_signature_refuses_input_it_cannot_score_naming_it(tile_run, replaced, message):
-  run_dir, _ = tile_run
-  serve = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+def test_plain_signature_refuses_input_it_cannot_score_naming_it(tile_export, replaced, message):
+  serve = tile_export.signatures[saved_model.PLAIN_SIGNATURE]
   assert serve(**_tile_arrays())["scores"].shape == (4,)
   with pytest.raises(tf.errors.InvalidArgumentError, match=message):
     serve(**_tile_arrays(**replaced))
 
 
-def test_examples_signature_refuses_nan_features(tile_run):
-  run_dir, _ = tile_run
-  loaded = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
+def test_examples_signature_refuses_nan_features(tile_export):
+  loaded = tile_export
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILES[1]))
   graph = dataclasses.replace(graph, config_feat=np.where(np.arange(graph.num_configs)[:, None] == 3, np.nan,
                                                           graph.config_feat).astype(np.float32))
@@ -322,15 +334,6 @@ def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_
   assert np.ptp(plain) > 0
 
 
-@pytest.fixture(scope="module")
-def layout_export(tmp_path_factory):
-  """A small layout file and the plain signature of an untrained model for it."""
-  graph, scorer = _small_layout_scorer(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0], 8)
-  run_dir = tmp_path_factory.mktemp("layout_run")
-  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), run_dir)
-  return graph, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
-
-
 def _layout_arrays(graph: graphs.LayoutGraph, **replaced) -> dict:
   arrays = {name: getattr(graph, name) for name in saved_model.plain_input_names("layout")}
   return {name: tf.constant(value) for name, value in {**arrays, **replaced}.items()}
@@ -348,7 +351,8 @@ def _layout_arrays(graph: graphs.LayoutGraph, **replaced) -> dict:
     (lambda g: {"node_config_feat": g.node_config_feat[:0]}, "node_config_feat has no rows: zero configs"),
 ], ids=["repeated_configurable_node", "no_configurable_node", "layout_value_50", "layout_value_2_5", "zero_configs"])
 def test_layout_plain_signature_refuses_what_the_reader_refuses(layout_export, replace, message):
-  graph, serve = layout_export
+  graph, loaded = layout_export
+  graph, serve = _first_configs(graph, 8), loaded.signatures[saved_model.PLAIN_SIGNATURE]
   assert serve(**_layout_arrays(graph))["scores"].shape == (8,)
   with pytest.raises(tf.errors.InvalidArgumentError, match=message):
     serve(**_layout_arrays(graph, **replace(graph)))

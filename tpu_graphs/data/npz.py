@@ -20,7 +20,6 @@ import zlib
 from typing import Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
-import tensorflow as tf
 
 from tpu_graphs.data import graphs, storage
 
@@ -28,8 +27,8 @@ from tpu_graphs.data import graphs, storage
 CONFIG_FEATURE_ARRAYS = ("config_feat", "node_config_feat")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # What reading a corrupt npz file raises: bad zip structure or CRC, broken compression, short
-# data, a malformed array header, a failed read from a URL.
-_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError, tf.errors.OpError)
+# data, a malformed array header (a failed read from a URL: storage.url_errors()).
+_UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError)
 
 
 class StreamedArray:
@@ -73,7 +72,7 @@ class StreamedArray:
         stream.read(1)  # reaching the member's end is what makes zipfile check its CRC
     except graphs.GraphFileError:
       raise
-    except _UNREADABLE as error:
+    except _UNREADABLE + storage.url_errors() as error:
       raise graphs.GraphFileError(self.path, f"'{name}' is unreadable ({type(error).__name__}: {error})") from None
 
   def __array__(self, dtype=None):
@@ -157,7 +156,7 @@ def read_graph(path: Union[str, os.PathLike], collection: Optional[str] = None,
           arrays[name] = _read_member(path, archive, info)
   except graphs.GraphFileError:
     raise
-  except _UNREADABLE as error:
+  except _UNREADABLE + storage.url_errors() as error:
     raise graphs.GraphFileError(path, f"not a readable npz archive ({type(error).__name__}: {error})") from None
   collection = collection or inferred_collection
   if collection is None:

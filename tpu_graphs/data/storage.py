@@ -34,15 +34,33 @@ import pathlib
 import posixpath
 import tempfile
 import uuid
+import sys
 from typing import Callable, Iterator, Union
-
-import tensorflow as tf
 
 from tpu_graphs.data import errors
 
 PathLike = Union[str, os.PathLike]
 # URL schemes whose file systems rename a file atomically (no scheme: the local file system).
 ATOMIC_RENAME_SCHEMES = frozenset({"", "file", "ram", "hdfs", "viewfs"})
+
+
+def _tensorflow():
+  """TensorFlow, imported at first use: it takes seconds to import, and programs that only touch
+  local files through here (stats.py, download.py) never need it."""
+  import tensorflow  # pylint: disable=g-import-not-at-top
+  return tensorflow
+
+
+def _gfile():
+  """tf.io.gfile, which serves URLs."""
+  return _tensorflow().io.gfile
+
+
+def url_errors() -> tuple:
+  """What reading a URL may raise besides OSError: TensorFlow's OpError, once TensorFlow is loaded
+  (no URL is read without it)."""
+  tensorflow = sys.modules.get("tensorflow")
+  return (tensorflow.errors.OpError,) if tensorflow is not None else ()
 
 
 def scheme(path: PathLike) -> str:
@@ -72,7 +90,7 @@ def makedirs(path: PathLike) -> None:
   if is_local(path):
     pathlib.Path(path).mkdir(parents=True, exist_ok=True)
   else:
-    tf.io.gfile.makedirs(os.fspath(path))
+    _gfile().makedirs(os.fspath(path))
 
 
 def _parent_and_name(path: str) -> tuple[str, str]:
@@ -97,16 +115,16 @@ def relative_path(path: PathLike, root: PathLike) -> str:
 
 
 def exists(path: PathLike) -> bool:
-  return tf.io.gfile.exists(os.fspath(path))
+  return _gfile().exists(os.fspath(path))
 
 
 def is_directory(path: PathLike) -> bool:
-  return os.path.isdir(path) if is_local(path) else tf.io.gfile.isdir(os.fspath(path))
+  return os.path.isdir(path) if is_local(path) else _gfile().isdir(os.fspath(path))
 
 
 def file_size(path: PathLike) -> int:
   """The file's size in bytes."""
-  return os.stat(path).st_size if is_local(path) else tf.io.gfile.stat(os.fspath(path)).length
+  return os.stat(path).st_size if is_local(path) else _gfile().stat(os.fspath(path)).length
 
 
 def files_below(folder: PathLike, pattern: str) -> list:
@@ -116,25 +134,25 @@ def files_below(folder: PathLike, pattern: str) -> list:
   if is_local(folder):
     return sorted(pathlib.Path(folder).rglob(pattern))
   found = []
-  for directory, folders, files in tf.io.gfile.walk(os.fspath(folder)):
+  for directory, folders, files in _gfile().walk(os.fspath(folder)):
     found += [join(directory, name) for name in folders + files if fnmatch.fnmatchcase(name, pattern)]
   return sorted(found, key=lambda path: path.split("/"))
 
 
 def glob(pattern: str) -> list:
   """The paths matching a shell pattern (local paths or URLs), sorted."""
-  return sorted(local_glob.glob(pattern) if is_local(pattern) else tf.io.gfile.glob(pattern))
+  return sorted(local_glob.glob(pattern) if is_local(pattern) else _gfile().glob(pattern))
 
 
 def open_binary(path: PathLike):
   """The file opened for reading bytes; seekable, so zipfile can read an npz straight from a URL."""
-  return open(path, "rb") if is_local(path) else tf.io.gfile.GFile(os.fspath(path), "rb")
+  return open(path, "rb") if is_local(path) else _gfile().GFile(os.fspath(path), "rb")
 
 
 def sha256(path: PathLike) -> str:
   """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
   digest = hashlib.sha256()
-  with tf.io.gfile.GFile(os.fspath(path), "rb") as stream:
+  with _gfile().GFile(os.fspath(path), "rb") as stream:
     for block in iter(lambda: stream.read(1 << 20), b""):
       digest.update(block)
   return digest.hexdigest()
@@ -144,9 +162,9 @@ def file_problem(path: PathLike):
   """Why `path` cannot be read as a file (missing, a directory; locally also a FIFO or a device), or None."""
   if is_local(path):
     return errors.regular_file_problem(path)
-  if not tf.io.gfile.exists(os.fspath(path)):
+  if not _gfile().exists(os.fspath(path)):
     return "no such file"
-  return "a directory, not a file" if tf.io.gfile.isdir(os.fspath(path)) else None
+  return "a directory, not a file" if _gfile().isdir(os.fspath(path)) else None
 
 
 @contextlib.contextmanager
@@ -178,13 +196,13 @@ def _local_atomic_path(path: pathlib.Path):
 def _commit(temporary: str, path: str) -> None:
   """Puts the finished temporary file under `path`: a rename, or a verified copy (module docstring)."""
   if scheme(path) in ATOMIC_RENAME_SCHEMES:
-    tf.io.gfile.rename(temporary, path, overwrite=True)
+    _gfile().rename(temporary, path, overwrite=True)
     return
   written = sha256(temporary)
-  tf.io.gfile.copy(temporary, path, overwrite=True)
+  _gfile().copy(temporary, path, overwrite=True)
   if sha256(path) != written:
     raise OSError(errno.EIO, f"the copy does not have the sha256 written ({written})", path)
-  tf.io.gfile.remove(temporary)
+  _gfile().remove(temporary)
 
 
 @contextlib.contextmanager
@@ -201,15 +219,15 @@ def atomic_path(path: PathLike):
     return
   path = os.fspath(path)
   parent, name = _parent_and_name(path)
-  if tf.io.gfile.isdir(path):
+  if _gfile().isdir(path):
     raise FileExistsError(errno.EEXIST, "a directory; refusing to replace it", path)
   temporary = join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
   try:
     yield temporary
     _commit(temporary, path)
   except BaseException:
-    with contextlib.suppress(tf.errors.NotFoundError):
-      tf.io.gfile.remove(temporary)
+    with contextlib.suppress(_tensorflow().errors.NotFoundError):
+      _gfile().remove(temporary)
     raise
 
 
@@ -226,7 +244,7 @@ def atomic_local_temporary(path: PathLike):
     local = pathlib.Path(folder, base_name(path))
     yield local
     with atomic_path(path) as temporary:
-      tf.io.gfile.copy(os.fspath(local), temporary, overwrite=True)
+      _gfile().copy(os.fspath(local), temporary, overwrite=True)
 
 
 @contextlib.contextmanager
@@ -240,7 +258,7 @@ def atomic_write(path: PathLike, mode: str = "w"):
       with open(temporary, mode) as stream:
         yield stream
     else:
-      with tf.io.gfile.GFile(os.fspath(temporary), mode) as stream:
+      with _gfile().GFile(os.fspath(temporary), mode) as stream:
         yield stream
 
 
@@ -257,9 +275,9 @@ def write_bytes(path: PathLike, data: bytes) -> None:
 def read_text(path: PathLike) -> str:
   """The file's text; FileNotFoundError (naming `path`) if there is none, on any file system."""
   try:
-    with tf.io.gfile.GFile(os.fspath(path), "r") as stream:
+    with _gfile().GFile(os.fspath(path), "r") as stream:
       return stream.read()
-  except tf.errors.NotFoundError:
+  except _tensorflow().errors.NotFoundError:
     raise FileNotFoundError(errno.ENOENT, "no such file", os.fspath(path)) from None
 
 
@@ -274,26 +292,26 @@ def atomic_directory(path: PathLike, write: Callable[[str], None]) -> None:
   parent, name = _parent_and_name(path)
   temporary, previous = join(parent, f".{name}.tmp"), join(parent, f".{name}.old")
   for stale in (temporary, previous):
-    if tf.io.gfile.exists(stale):
-      tf.io.gfile.rmtree(stale)
+    if _gfile().exists(stale):
+      _gfile().rmtree(stale)
   write(temporary)
   if is_local(path):
     if os.path.exists(path):
       os.rename(path, previous)
     os.rename(temporary, path)
   else:
-    if tf.io.gfile.exists(path):
-      tf.io.gfile.rmtree(path)
-    for directory, _, files in tf.io.gfile.walk(temporary):
+    if _gfile().exists(path):
+      _gfile().rmtree(path)
+    for directory, _, files in _gfile().walk(temporary):
       relative = posixpath.relpath(directory, temporary)
       target_directory = path if relative == "." else join(path, relative)  # ram:// keys are plain strings
-      tf.io.gfile.makedirs(target_directory)
+      _gfile().makedirs(target_directory)
       for file in files:
         _commit(join(directory, file), join(target_directory, file))
-  if tf.io.gfile.exists(previous):
-    tf.io.gfile.rmtree(previous)
-  if tf.io.gfile.exists(temporary):
-    tf.io.gfile.rmtree(temporary)
+  if _gfile().exists(previous):
+    _gfile().rmtree(previous)
+  if _gfile().exists(temporary):
+    _gfile().rmtree(temporary)
 
 
 @contextlib.contextmanager

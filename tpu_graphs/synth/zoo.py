@@ -290,8 +290,9 @@ def training_input_shape(architecture: Architecture) -> tuple:
 def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program,
                   optimized: bool = True) -> CompiledProgram:
   """Traces `model` on `input_spec` and asks XLA for the unoptimized and (if `optimized`, else
-  None) the optimized module of its inference step."""
-  forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
+  None) the optimized module of its inference step. The zoo's models have no Python control flow
+  on tensors, so they are traced without autograph: the same modules, in less time."""
+  forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True, autograph=False)
   return CompiledProgram(
       program=program,
       module=from_tensorflow.hlo_module(forward, input_spec),
@@ -323,7 +324,8 @@ def compile_program(program: Program) -> CompiledProgram:
   shape = training_input_shape(architecture)
   training = from_tensorflow.hlo_module(
       _training_step(build_model(program, shape)),
-      tf.TensorSpec((program.batch_size * architecture.training_batch_scale,) + shape, architecture.input_dtype))
+      tf.TensorSpec((program.batch_size * architecture.training_batch_scale,) + shape, architecture.input_dtype),
+      autograph=False)
   return dataclasses.replace(compiled, training=without_dead_code(training))
 
 
