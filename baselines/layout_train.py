@@ -56,6 +56,8 @@ _SEGMENT_SIZE = flags.DEFINE_integer(
     "in segments of this many ops wherever a graph, pruned, is longer; 0 = off. Default: segments of 256 ops only "
     "where the plain model's memory plan exceeds 8 GiB (whole programs).")
 _GRAPH_NORM = flags.DEFINE_bool("graph_norm", None, "GraphNorm over a graph's ops after every round.")
+_GRAPH_NORM_SCALE = flags.DEFINE_bool("graph_norm_scale", None, "GraphNorm divides by the spread of op states over "
+                                      "the graph, as Cai et al.'s does; --nograph_norm_scale only centres them.")
 _CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
     "cross_config_attention", None, "Attention over the configs of a list before scoring (scores then depend on the "
     "list a config is scored in).")
@@ -82,6 +84,7 @@ def main(argv):
     training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
   model = training_programs.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                    "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
+                                   "graph_norm_scale": _GRAPH_NORM_SCALE,
                                    "cross_config_attention": _CROSS_CONFIG_ATTENTION,
                                    "config_encodings": _CONFIG_ENCODINGS})
   if "prune_hops" in model and model["prune_hops"] < 0:

@@ -18,7 +18,7 @@ def test_layout_recipe_is_the_layout_default():
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutModel(
       units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
-      graph_norm=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
+      graph_norm=True, graph_norm_scale=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
       configs_per_chunk=256)
 
 
@@ -26,6 +26,14 @@ def test_layout_recipe_is_the_layout_default():
 def test_main_jobs_layout_model_is_the_recipes_without_graph_norm(collection):
   main_job, recipe = (experiments.experiment(name, collection).model for name in ("quickstart", "layout"))
   assert main_job == dataclasses.replace(recipe, graph_norm=False)
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_the_layout_model_builds_the_graph_norm_it_names(scale):
+  settings = experiments.LayoutModel(normalize=False, graph_norm_scale=scale)
+  spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
+  norms = [layer for layer in settings.model_builder(None)(spec).layers if isinstance(layer, layout_model.GraphNorm)]
+  assert len(norms) == settings.layers and all(norm.scale == scale for norm in norms)
 
 
 @pytest.mark.parametrize("name", ["quickstart", "smallest"])

@@ -1,4 +1,4 @@
-"""Layout model: per-config scores, Graph Segment Training gradients, chunked (graphs pruned once as
+"""Layout model: per-config scores, GraphNorm's centring and scaling, Graph Segment Training gradients, chunked (graphs pruned once as
 read) = unchunked scoring (pruned inside the model), the recipe learning a real program, and the
 recipe ranking programs it never saw."""
 
@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_gnn as tfgnn
 
 import sample_data
 from tpu_graphs.data import config_split, convert, npz, predictions, records
@@ -38,6 +39,29 @@ def test_scores_one_value_per_config_that_depends_on_its_features():
   same = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(40, np.uint8), edges,
                                           node_config_ids=configurable, node_config_feat=node_config_feat[[2, 2]])
   np.testing.assert_allclose(model(same).numpy(), scores[[2, 2]], rtol=1e-5)
+
+
+def _op_states_graph(states: np.ndarray, sizes: list[int]):
+  """A GraphTensor of op nodes (n, k, d) hidden states, in components of `sizes` ops."""
+  return tfgnn.GraphTensor.from_pieces(
+      context=tfgnn.Context.from_fields(sizes=tf.constant([1] * len(sizes))),
+      node_sets={"op": tfgnn.NodeSet.from_fields(sizes=tf.constant(sizes),
+                                                 features={tfgnn.HIDDEN_STATE: tf.constant(states, tf.float32)})})
+
+
+@pytest.mark.parametrize("scale", [False, True])
+def test_graph_norm_centres_each_graphs_configs_and_scales_only_when_asked(scale):
+  rng = np.random.default_rng(0)
+  states = rng.normal(size=(7, 2, 4))  # ops of two graphs (3 and 4 ops), 2 configs, 4 units
+  norm = layout_model.GraphNorm(4, scale=scale)
+  normalized = norm(_op_states_graph(states, [3, 4])).node_sets["op"][tfgnn.HIDDEN_STATE].numpy()
+  for ops in (slice(0, 3), slice(3, 7)):  # alpha = gamma = 1, beta = 0 at the start: (h - mean) [/ spread]
+    centred = states[ops] - states[ops].mean(axis=0)
+    expected = centred / np.sqrt((centred ** 2).mean(axis=0) + 1e-5) if scale else centred
+    np.testing.assert_allclose(normalized[ops], expected, rtol=1e-4, atol=1e-5)
+  # A program whose op states spread twice as far: centring keeps the factor, scaling removes it.
+  doubled = norm(_op_states_graph(2 * states, [3, 4])).node_sets["op"][tfgnn.HIDDEN_STATE].numpy()
+  np.testing.assert_allclose(doubled, normalized if scale else 2 * normalized, rtol=1e-3, atol=1e-4)
 
 
 def test_segment_training_sends_gradients_only_to_the_sampled_segment():

@@ -173,29 +173,37 @@ class LayoutEncoder(tf.keras.layers.Layer):
 
 class GraphNorm(tf.keras.layers.Layer):
   """GraphNorm (Cai et al., 2021) of op states (n, k, d) over the ops of one graph and config:
-  (h - alpha * mean) / std * gamma + beta, with a learnt share alpha of the mean removed. Each
-  config is normalized on its own, so a config's scores do not depend on its list."""
+  (h - alpha * mean) / spread * gamma + beta, with a learnt share alpha of the mean removed. Each
+  config is normalized on its own, so a config's scores do not depend on its list.
 
-  def __init__(self, units: int, **kwargs):
+  Without `scale` the centred states are not divided by their spread over the graph's ops. That
+  spread is a property of the program (its mix of ops) more than of the config, so dividing by it
+  rescales every op's layout effect by a factor that differs between programs; see
+  experiments.LayoutModel.graph_norm_scale for what each choice measured.
+  """
+
+  def __init__(self, units: int, scale: bool = True, **kwargs):
     super().__init__(**kwargs)
-    self.units = units
+    self.units, self.scale = units, scale
     width = units
     self.alpha = self.add_weight(name="alpha", shape=[width], initializer="ones")
     self.gamma = self.add_weight(name="gamma", shape=[width], initializer="ones")
     self.beta = self.add_weight(name="beta", shape=[width], initializer="zeros")
 
+  def _graph_mean(self, graph: tfgnn.GraphTensor, states: tf.Tensor) -> tf.Tensor:
+    return tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
+        graph, "op", "mean", feature_value=states))
+
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
     states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
-    mean = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
-        graph, "op", "mean", feature_value=states))
-    centred = states - self.alpha * mean
-    variance = tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
-        graph, "op", "mean", feature_value=tf.square(centred)))
-    normalized = centred * tf.math.rsqrt(variance + 1e-5) * self.gamma + self.beta
+    centred = states - self.alpha * self._graph_mean(graph, states)
+    if self.scale:
+      centred *= tf.math.rsqrt(self._graph_mean(graph, tf.square(centred)) + 1e-5)
+    normalized = centred * self.gamma + self.beta
     return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: normalized}})
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units}
+    return {**super().get_config(), "units": self.units, "scale": self.scale}
 
 
 def graph_fingerprints(graph: tfgnn.GraphTensor) -> tf.Tensor:
@@ -312,7 +320,7 @@ class LayoutReadout(tf.keras.layers.Layer):
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
                        num_layers: int = 3,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
-                       segment_size: Optional[int] = None, graph_norm: bool = True,
+                       segment_size: Optional[int] = None, graph_norm: bool = True, graph_norm_scale: bool = True,
                        cross_config_attention: bool = False,
                        config_encodings: Sequence[str] = CONFIG_ENCODINGS) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
@@ -326,6 +334,7 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
       `layout_preprocessing.op_feature_statistics` on the training graphs; None = log scale only.
     segment_size: if set, Graph Segment Training (SegmentedScorer) with segments of this many ops.
     graph_norm: GraphNorm after every round of message passing.
+    graph_norm_scale: GraphNorm divides by the spread of op states over the graph (GraphNorm.scale).
     cross_config_attention: attention over the configs of a list before scoring.
     config_encodings: what the encoder tells the GNN about layouts, a subset of CONFIG_ENCODINGS.
   """
@@ -337,7 +346,7 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
   for _ in range(num_layers):
     graph = gnn.message_passing_update(backbone, units)(graph)
     if graph_norm:
-      graph = GraphNorm(units)(graph)
+      graph = GraphNorm(units, graph_norm_scale)(graph)
   scores = LayoutReadout(units, cross_config_attention)(graph)
   scorer = tf.keras.Model(inputs, scores, name=f"layout_{backbone}")
   if segment_size is None:

@@ -78,6 +78,9 @@ class LayoutModel:
   # 0.374, unet3d -> unet_3d.4x4.bf16 0.220 vs 0.203; benchmarks/real_layout.py), on unseen generated
   # programs it hurt (QUICKSTART_LAYOUT_MODEL). Real measurements decide the recipe.
   graph_norm: bool = True
+  # GraphNorm divides by the spread of op states over the graph, as Cai et al.'s does (False: it only
+  # centres them, layout_model.GraphNorm).
+  graph_norm_scale: bool = True
   cross_config_attention: bool = False  # attention over the configs of a list
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
   configs_per_chunk: int = 256
@@ -105,7 +108,7 @@ class LayoutModel:
           for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
-        segment_size=segment_size, graph_norm=self.graph_norm,
+        segment_size=segment_size, graph_norm=self.graph_norm, graph_norm_scale=self.graph_norm_scale,
         cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
 
 
