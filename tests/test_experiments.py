@@ -18,8 +18,8 @@ def test_layout_recipe_is_the_layout_default():
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutModel(
       units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
-      graph_norm=True, graph_norm_scale=True, cross_config_attention=False, config_encodings=layout_model.CONFIG_ENCODINGS,
-      configs_per_chunk=256)
+      graph_norm=True, graph_norm_scale=True, cross_config_attention=False,
+      config_encodings=layout_model.CONFIG_ENCODINGS, configs_per_chunk=256)
 
 
 @pytest.mark.parametrize("collection", [c for c in graphs.COLLECTIONS if c.startswith("layout:")])

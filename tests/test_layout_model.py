@@ -1,6 +1,6 @@
-"""Layout model: per-config scores, GraphNorm's centring and scaling, Graph Segment Training gradients, chunked (graphs pruned once as
-read) = unchunked scoring (pruned inside the model), the recipe learning a real program, and the
-recipe ranking programs it never saw."""
+"""Layout model: per-config scores, GraphNorm's centring and scaling, Graph Segment Training
+gradients, chunked (graphs pruned once as read) = unchunked scoring (pruned inside the model), the
+recipe learning a real program, and the recipe ranking programs it never saw."""
 
 import dataclasses
 import pathlib
