@@ -21,7 +21,11 @@ stays near the default while its 'random' search draws among the candidates. Whe
 * largest single-op effect: per configurable node, the ratio of the slowest to the fastest of its
   layouts' geometric mean runtimes (layouts taken by at least MIN_CONFIGS_PER_LAYOUT configs),
   the largest over nodes. In real unet3d one convolution's layouts move it 3.03x and no other
-  node's more than 1.08x; in unet_3d.4x4.bf16 none more than 1.02x.
+  node's more than 1.08x; in unet_3d.4x4.bf16 none more than 1.02x;
+* additive effects: the same ratio per search group with every other group's layout held fixed,
+  from a least-squares fit of log runtime as a sum of one term per group's layout
+  (additive_effects). The single-op effect credits an op with what comes with its layouts: in
+  unet3d the 1.08x is a 1.001x op whose rarer layouts come with more of the 3x slow configs.
 
 A file's distinct layouts and modal fraction are means over its configurable nodes.
 """
@@ -128,6 +132,55 @@ def op_effects(categories: np.ndarray, runtimes: np.ndarray) -> np.ndarray:
     if means.size >= 2:
       effects[node] = means.max() - means.min()
   return effects
+
+
+@dataclasses.dataclass(frozen=True)
+class AdditiveFit:
+  """Log runtime as a sum of one term per search group's layout, fit by least squares.
+
+  group_of: (nc,) int64 the search group of each node (nodes the configs move in lockstep share
+    one; numbered in order of their first node).
+  terms: per group, (k,) the fitted log-runtime term of each of its k layouts (in the order of
+    their categories).
+  effects: (groups,) per group, the slowest over the fastest of its layouts' terms, as a runtime
+    ratio (1.0: its layouts change nothing).
+  residual: the standard deviation of log runtime that the sum leaves unexplained.
+  """
+
+  group_of: np.ndarray
+  terms: tuple
+  effects: np.ndarray
+  residual: float
+
+
+def additive_effects(categories: np.ndarray, runtimes: np.ndarray) -> AdditiveFit:
+  """What each search group's layouts do to the runtime with every other group's held fixed.
+
+  op_effects compares a node's layouts over all configs, so a node whose layout happens to move
+  with another node's slow one inherits part of that effect: in the real unet3d the layouts of a
+  1x1x1 weight gradient seem to move the runtime by 7.9%, because its rarer layouts come with more
+  of the configs that the dominant convolution slows threefold. Fitting every group's layouts at
+  once separates the two (there it moves the runtime by 0.1%); where the runtime is a sum of
+  per-op costs, the residual is measurement noise.
+
+  Args:
+    categories: (c, nc) int64 from node_layout_categories.
+    runtimes: (c,) positive runtimes.
+  """
+  _, first, group_of = np.unique(categories.T, axis=0, return_index=True, return_inverse=True)
+  renumbered = np.argsort(np.argsort(first))  # groups in order of their first node
+  group_of = renumbered[group_of.reshape(-1)]
+  representatives = np.sort(first)
+  blocks = [(categories[:, node, np.newaxis] == np.unique(categories[:, node])[np.newaxis, :]).astype(np.float64)
+            for node in representatives]
+  log_runtimes = np.log(np.asarray(runtimes, np.float64))
+  centred = log_runtimes - log_runtimes.mean()
+  design = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(centred), 0))
+  weights = np.linalg.lstsq(design, centred, rcond=None)[0]
+  bounds = np.cumsum([0] + [block.shape[1] for block in blocks])
+  terms = tuple(weights[start:end] for start, end in zip(bounds[:-1], bounds[1:]))
+  return AdditiveFit(group_of.astype(np.int64), terms, np.asarray([np.exp(np.ptp(t)) for t in terms]),
+                     float(np.std(centred - design @ weights)))
 
 
 def largest_op_effect(categories: np.ndarray, runtimes: np.ndarray) -> float:
