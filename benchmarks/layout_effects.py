@@ -34,8 +34,6 @@ _FILES = flags.DEFINE_list("files", None, "Labelled layout npz files (default: t
 _TOP = flags.DEFINE_integer("top", 8, "Groups per file, the largest additive effects first.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("layout_effects")), "Markdown table to write.")
 programs.require_at_least(1, _TOP)
-# Below this share of the runtime a group's fastest layout is not named (noise picks it).
-MEASURABLE = 1e-4
 
 
 def group_rows(graph: graphs.LayoutGraph, top: int) -> tuple[list[dict], float]:
@@ -52,7 +50,7 @@ def group_rows(graph: graphs.LayoutGraph, top: int) -> tuple[list[dict], float]:
     layouts = np.unique(categories[:, members[0]])
     fastest = layouts[np.argmin(fit.terms[group])]
     row = graph.node_config_feat[np.argmax(categories[:, members[0]] == fastest), members[0]]
-    measurable = fit.effects[group] - 1 >= MEASURABLE
+    measurable = fit.effects[group] - 1 >= layout_search.MEASURABLE_EFFECT
     rows.append({"fastest": fastest_layout(row) if measurable else "(no effect)", "node": node, "opcode": opcodes.OPCODE_NAMES.get(int(graph.node_opcode[node]), "?"),
                  "shape": "x".join(str(d) for d in shape[shape > 0]) or "scalar", "ops": len(members),
                  "layouts": len(layouts), "marginal": float(marginal[members[0]]),

@@ -27,7 +27,14 @@ size-1 dimension sits moves no element). What the first reaches and the second d
 between layouts that order every element the same: tiling and the compiler's choices, which a
 cost model of bytes in order cannot teach.
 
-Writes a Markdown table with the machine, date and command to --out (and prints it). Each
+Tau mixes every op's layouts in one number. A second table per real file says which mechanisms a
+ranker has: per search group whose layouts measurably move the runtime (an additive fit,
+layout_search.additive_effects), whether the ranker orders them as measured
+(layout_search.order_agreement: +1 as measured, -1 reversed; with two distinct layouts, a random
+order scores +1 or -1 by chance), and how much of its order comes from groups whose layouts
+change nothing.
+
+Writes the tables with the machine, date and command to --out (and prints them). Each
 ranker's scores are appended to a .jsonl beside --out as soon as they are known, and a rerun
 after a kill trains only what is missing (delete it to measure anew).
 """
@@ -152,9 +159,45 @@ def dominant_op_orders(graph: graphs.LayoutGraph, rng: np.random.Generator) -> d
   return orders
 
 
-def scored(runtimes: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+def scored(graph: graphs.LayoutGraph, scores: np.ndarray, rows: Optional[np.ndarray] = None) -> dict:
+  """Tau and top-k slowdowns of `scores` for `graph`'s configs `rows` (default all), and per search
+  group with a measurable effect the order agreement (layout_search.order_agreement), keyed by the
+  group's first configurable node."""
+  rows = np.arange(graph.num_configs) if rows is None else rows
+  runtimes = graph.runtimes()[rows]
+  categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
+  agreement = layout_search.order_agreement(categories[rows], runtimes, scores)
+  group_of = layout_search.additive_effects(categories[rows], runtimes).group_of
+  first_node = lambda group: str(int(graph.node_config_ids[np.flatnonzero(group_of == group)[0]]))
   return {"tau": metrics.kendall_tau(runtimes, scores), "top1": metrics.top_k_slowdown(runtimes, scores, 1),
-          "top10": metrics.top_k_slowdown(runtimes, scores, 10), "configs": int(runtimes.size)}
+          "top10": metrics.top_k_slowdown(runtimes, scores, 10), "configs": int(runtimes.size),
+          "groups": {first_node(group): value for group, value in agreement.by_group.items()},
+          "unmeasured_share": agreement.unmeasured_share}
+
+
+def agreement_table(real: dict[str, graphs.LayoutGraph], results: dict, rankers: list[str]) -> list[str]:
+  """Per real file, per search group with a measurable effect: each ranker's order agreement."""
+  lines = []
+  for graph_id, graph in real.items():
+    categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
+    fit = layout_search.additive_effects(categories, graph.runtimes())
+    lines += ["", f"**{graph_id}**: per search group with a measurable effect (additive, "
+              "`benchmarks/layout_effects.py`), the agreement of each ranker's order of its layouts with the "
+              "measured one (+1 as measured, -1 reversed); last row, the share of the ranker's order that groups "
+              "without a measurable effect explain.", "",
+              "| search group (first op, ops, effect) | " + " | ".join(rankers) + " |", "|---|" + "---:|" * len(rankers)]
+    for group in np.argsort(-fit.effects, kind="stable"):
+      if fit.effects[group] - 1 < layout_search.MEASURABLE_EFFECT:
+        continue
+      members = np.flatnonzero(fit.group_of == group)
+      node = str(int(graph.node_config_ids[members[0]]))
+      cells = [results[r]["files"].get(graph_id, {}).get("groups", {}).get(node) for r in rankers]
+      lines.append(f"| {node} ({len(members)} ops, {100 * (fit.effects[group] - 1):.2f}%) | "
+                   + " | ".join("-" if c is None else f"{c:+.2f}" for c in cells) + " |")
+    shares = [results[r]["files"].get(graph_id, {}).get("unmeasured_share") for r in rankers]
+    lines.append("| groups without a measurable effect: share of the order | "
+                 + " | ".join("-" if c is None else f"{c:.2f}" for c in shares) + " |")
+  return lines
 
 
 def main(argv):
@@ -175,9 +218,8 @@ def main(argv):
     print(benchmark_results.append_to_journal(journal, result), flush=True)
 
   def real_scores(scores: dict[str, np.ndarray], test_rows: np.ndarray) -> dict[str, dict]:
-    files = {graph_id: scored(graph.runtimes(), scores[graph_id])
-             for graph_id, graph in real.items() if graph_id != _ACROSS.value}
-    files[_ACROSS.value] = scored(real[_ACROSS.value].runtimes()[test_rows], scores[_ACROSS.value])
+    files = {graph_id: scored(graph, scores[graph_id]) for graph_id, graph in real.items() if graph_id != _ACROSS.value}
+    files[_ACROSS.value] = scored(real[_ACROSS.value], scores[_ACROSS.value], test_rows)
     return files
 
   with tempfile.TemporaryDirectory(prefix="sim_to_real_") as scratch:
@@ -189,7 +231,7 @@ def main(argv):
       scores = train_and_rank(generated_tree(scratch / "generated", real), generated_run)
       if GENERATED not in results:
         record({"ranker": GENERATED, "seconds": time.perf_counter() - start, "sources": _SOURCES.value,
-                "files": {graph_id: scored(graph.runtimes(), scores[graph_id]) for graph_id, graph in real.items()}})
+                "files": {graph_id: scored(graph, scores[graph_id]) for graph_id, graph in real.items()}})
     if real_ranker not in results and _ACROSS.value in real:
       start = time.perf_counter()
       root, test_rows = real_tree(scratch / "real", real)
@@ -203,14 +245,14 @@ def main(argv):
     if RANDOM not in results:
       rng = np.random.default_rng(_SEED.value)
       record({"ranker": RANDOM, "seconds": 0.0, "files": {
-          graph_id: scored(graph.runtimes(), rng.permutation(graph.num_configs).astype(np.float64))
+          graph_id: scored(graph, rng.permutation(graph.num_configs).astype(np.float64))
           for graph_id, graph in real.items()}})
     if DOMINANT_LAYOUTS not in results or DOMINANT_ELEMENT_ORDERS not in results:
       rng = np.random.default_rng(_SEED.value)
       orders = {graph_id: dominant_op_orders(graph, rng) for graph_id, graph in real.items()}
       for name in (DOMINANT_LAYOUTS, DOMINANT_ELEMENT_ORDERS):
         record({"ranker": name, "seconds": 0.0, "files": {
-            graph_id: scored(graph.runtimes(), orders[graph_id][name]) for graph_id, graph in real.items()}})
+            graph_id: scored(graph, orders[graph_id][name]) for graph_id, graph in real.items()}})
   rankers = [name for name in (GENERATED, real_ranker, pretrained_ranker, RANDOM, DOMINANT_LAYOUTS,
                                DOMINANT_ELEMENT_ORDERS) if name in results]
   data_dir = pathlib.Path(_DATA_DIR.value).resolve()
@@ -235,6 +277,7 @@ def main(argv):
       cells.append("-" if found is None else f"{found['tau']:.3f} / {found['top1']:.1%} / {found['top10']:.1%}"
                    + ("" if found["configs"] == real[graph_id].num_configs else f" ({found['configs']} configs)"))
     lines.append(f"| {ranker} | " + " | ".join(cells) + f" | {results[ranker]['seconds']:.0f} |")
+  lines += agreement_table(real, results, rankers)
   benchmark_results.write("sim_to_real", "Ranking real layout configs after training on generated programs",
                           "\n".join(lines), pathlib.Path(_OUT.value))
 

@@ -120,6 +120,26 @@ def test_the_additive_fit_separates_an_op_from_the_slow_layout_that_comes_with_i
   assert fit.effects == pytest.approx([3.0, 1.0, 1.02], rel=2e-4)
 
 
+def test_order_agreement_says_which_groups_a_ranking_orders_as_measured():
+  rng = np.random.default_rng(1)
+  count = 3000
+  # Group 0 (node 0) slows a config 2x in its layout 1, group 1 (node 1) 1% in its layout 0; node
+  # 2's layouts change nothing.
+  categories = rng.integers(0, 2, size=(count, 3))
+  runtimes = np.where(categories[:, 0] == 1, 2.0, 1.0) * np.where(categories[:, 1] == 0, 1.01, 1.0)
+  assert layout_search.additive_effects(categories, runtimes).effects == pytest.approx([2.0, 1.01, 1.0])
+  # The measured order itself agrees everywhere, and spends (but for ties broken in input order)
+  # nothing on node 2.
+  exact = layout_search.order_agreement(categories, runtimes, runtimes)
+  assert exact.by_group == {0: 1.0, 1: 1.0}
+  assert exact.unmeasured_share < 1e-3
+  # A ranker with group 0 right, group 1 reversed and an effect of node 2's own.
+  scores = np.log(runtimes) - 0.02 * (categories[:, 1] == 0) + 0.5 * categories[:, 2]
+  found = layout_search.order_agreement(categories, runtimes, scores)
+  assert found.by_group == {0: 1.0, 1: -1.0}
+  assert 0.1 < found.unmeasured_share < 0.5
+
+
 def test_real_runtimes_are_a_sum_of_per_group_layout_costs():
   # In unet3d the sum of one term per search group's layout leaves less than 0.01% of log runtime
   # unexplained. The 1x1x1 weight gradient (node 1605) seems to move it by 7.9% only because its

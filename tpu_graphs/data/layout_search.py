@@ -41,6 +41,8 @@ from tpu_graphs.data import graphs
 
 _CHUNK_CONFIGS = 1000
 MIN_CONFIGS_PER_LAYOUT = 10
+# A search group whose layouts move the runtime by less than this share has no measurable effect.
+MEASURABLE_EFFECT = 1e-4
 _BITS_PER_VALUE = 6  # a config value is a dim in [0, 62] or -1, stored as value + 1
 _VALUES_PER_KEY = 64 // _BITS_PER_VALUE
 
@@ -153,6 +155,22 @@ class AdditiveFit:
   residual: float
 
 
+def _additive_terms(categories: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
+  """(group_of, terms, residuals) of `values` (c,) fit as a sum of one term per search group's
+  layout by least squares: see AdditiveFit; residuals (c,) what the sum leaves of the centred values."""
+  _, first, group_of = np.unique(categories.T, axis=0, return_index=True, return_inverse=True)
+  renumbered = np.argsort(np.argsort(first))  # groups in order of their first node
+  group_of = renumbered[group_of.reshape(-1)]
+  blocks = [(categories[:, node, np.newaxis] == np.unique(categories[:, node])[np.newaxis, :]).astype(np.float64)
+            for node in np.sort(first)]
+  centred = np.asarray(values, np.float64) - np.mean(values)
+  design = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(centred), 0))
+  weights = np.linalg.lstsq(design, centred, rcond=None)[0]
+  bounds = np.cumsum([0] + [block.shape[1] for block in blocks])
+  terms = tuple(weights[start:end] for start, end in zip(bounds[:-1], bounds[1:]))
+  return group_of.astype(np.int64), terms, centred - design @ weights
+
+
 def additive_effects(categories: np.ndarray, runtimes: np.ndarray) -> AdditiveFit:
   """What each search group's layouts do to the runtime with every other group's held fixed.
 
@@ -167,20 +185,47 @@ def additive_effects(categories: np.ndarray, runtimes: np.ndarray) -> AdditiveFi
     categories: (c, nc) int64 from node_layout_categories.
     runtimes: (c,) positive runtimes.
   """
-  _, first, group_of = np.unique(categories.T, axis=0, return_index=True, return_inverse=True)
-  renumbered = np.argsort(np.argsort(first))  # groups in order of their first node
-  group_of = renumbered[group_of.reshape(-1)]
-  representatives = np.sort(first)
-  blocks = [(categories[:, node, np.newaxis] == np.unique(categories[:, node])[np.newaxis, :]).astype(np.float64)
-            for node in representatives]
-  log_runtimes = np.log(np.asarray(runtimes, np.float64))
-  centred = log_runtimes - log_runtimes.mean()
-  design = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(centred), 0))
-  weights = np.linalg.lstsq(design, centred, rcond=None)[0]
-  bounds = np.cumsum([0] + [block.shape[1] for block in blocks])
-  terms = tuple(weights[start:end] for start, end in zip(bounds[:-1], bounds[1:]))
-  return AdditiveFit(group_of.astype(np.int64), terms, np.asarray([np.exp(np.ptp(t)) for t in terms]),
-                     float(np.std(centred - design @ weights)))
+  group_of, terms, residuals = _additive_terms(categories, np.log(np.asarray(runtimes, np.float64)))
+  return AdditiveFit(group_of, terms, np.asarray([np.exp(np.ptp(t)) for t in terms]), float(np.std(residuals)))
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderAgreement:
+  """How a ranking orders each search group's layouts against their measured additive effects.
+
+  by_group: {group: over the pairs of its layouts whose measured terms differ by at least
+    MEASURABLE_EFFECT (weighted by the configs that take them), the mean agreement (+1 / -1) of
+    the order of the ranking's additive terms (fit on rank positions) with the measured one}, for
+    groups with such pairs: +1 orders that group's layouts as measured, -1 in reverse.
+  unmeasured_share: the share of the variance of the rank positions that the groups without a
+    measurable effect explain: an order made of effects the measurements do not have.
+  """
+
+  by_group: dict
+  unmeasured_share: float
+
+
+def order_agreement(categories: np.ndarray, runtimes: np.ndarray, scores: np.ndarray) -> OrderAgreement:
+  """Per search group, whether a ranking (`scores`, lower = predicted faster) orders its layouts as
+  their measured additive effects (additive_effects) do. Kendall tau over all configs mixes the
+  groups; this says which groups' mechanisms a ranker has, and how much of its order is spent on
+  groups whose layouts change nothing."""
+  measured = additive_effects(categories, runtimes)
+  positions = np.argsort(np.argsort(np.asarray(scores), kind="stable")) / max(len(scores) - 1, 1)
+  _, ranked, _ = _additive_terms(categories, positions)
+  by_group, unmeasured = {}, np.zeros(len(positions))
+  for group, (true, predicted) in enumerate(zip(measured.terms, ranked)):
+    column = int(np.flatnonzero(measured.group_of == group)[0])
+    layout_of = np.unique(categories[:, column], return_inverse=True)[1].reshape(-1)
+    counts = np.bincount(layout_of).astype(np.float64)
+    differ = np.abs(true[:, np.newaxis] - true[np.newaxis, :]) >= np.log1p(MEASURABLE_EFFECT)
+    if differ.any():
+      pairs = np.outer(counts, counts) * differ
+      agree = np.sign(true[:, np.newaxis] - true[np.newaxis, :]) * np.sign(predicted[:, np.newaxis] - predicted[np.newaxis, :])
+      by_group[group] = float(np.sum(pairs * agree) / np.sum(pairs))
+    else:
+      unmeasured += predicted[layout_of]
+  return OrderAgreement(by_group, float(np.var(unmeasured) / max(np.var(positions), 1e-12)))
 
 
 def largest_op_effect(categories: np.ndarray, runtimes: np.ndarray) -> float:
