@@ -51,7 +51,8 @@ def group_rows(graph: graphs.LayoutGraph, top: int) -> tuple[list[dict], float]:
     fastest = layouts[np.argmin(fit.terms[group])]
     row = graph.node_config_feat[np.argmax(categories[:, members[0]] == fastest), members[0]]
     measurable = fit.effects[group] - 1 >= layout_search.MEASURABLE_EFFECT
-    rows.append({"fastest": fastest_layout(row) if measurable else "(no effect)", "node": node, "opcode": opcodes.OPCODE_NAMES.get(int(graph.node_opcode[node]), "?"),
+    rows.append({"fastest": fastest_layout(row) if measurable else "(no effect)", "node": node,
+                 "opcode": opcodes.OPCODE_NAMES.get(int(graph.node_opcode[node]), "?"),
                  "shape": "x".join(str(d) for d in shape[shape > 0]) or "scalar", "ops": len(members),
                  "layouts": len(layouts), "marginal": float(marginal[members[0]]),
                  "additive": float(fit.effects[group])})

@@ -167,11 +167,10 @@ def scored(graph: graphs.LayoutGraph, scores: np.ndarray, rows: Optional[np.ndar
   runtimes = graph.runtimes()[rows]
   categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
   agreement = layout_search.order_agreement(categories[rows], runtimes, scores)
-  group_of = layout_search.additive_effects(categories[rows], runtimes).group_of
-  first_node = lambda group: str(int(graph.node_config_ids[np.flatnonzero(group_of == group)[0]]))
   return {"tau": metrics.kendall_tau(runtimes, scores), "top1": metrics.top_k_slowdown(runtimes, scores, 1),
           "top10": metrics.top_k_slowdown(runtimes, scores, 10), "configs": int(runtimes.size),
-          "groups": {first_node(group): value for group, value in agreement.by_group.items()},
+          "groups": {str(int(graph.node_config_ids[column])): value
+                     for column, value in agreement.by_group.items()},
           "unmeasured_share": agreement.unmeasured_share}
 
 
@@ -185,7 +184,8 @@ def agreement_table(real: dict[str, graphs.LayoutGraph], results: dict, rankers:
               "`benchmarks/layout_effects.py`), the agreement of each ranker's order of its layouts with the "
               "measured one (+1 as measured, -1 reversed); last row, the share of the ranker's order that groups "
               "without a measurable effect explain.", "",
-              "| search group (first op, ops, effect) | " + " | ".join(rankers) + " |", "|---|" + "---:|" * len(rankers)]
+              "| search group (first op, ops, effect) | " + " | ".join(rankers) + " |",
+              "|---|" + "---:|" * len(rankers)]
     for group in np.argsort(-fit.effects, kind="stable"):
       if fit.effects[group] - 1 < layout_search.MEASURABLE_EFFECT:
         continue
@@ -218,7 +218,8 @@ def main(argv):
     print(benchmark_results.append_to_journal(journal, result), flush=True)
 
   def real_scores(scores: dict[str, np.ndarray], test_rows: np.ndarray) -> dict[str, dict]:
-    files = {graph_id: scored(graph, scores[graph_id]) for graph_id, graph in real.items() if graph_id != _ACROSS.value}
+    files = {graph_id: scored(graph, scores[graph_id])
+             for graph_id, graph in real.items() if graph_id != _ACROSS.value}
     files[_ACROSS.value] = scored(real[_ACROSS.value], scores[_ACROSS.value], test_rows)
     return files
 

@@ -193,10 +193,11 @@ def additive_effects(categories: np.ndarray, runtimes: np.ndarray) -> AdditiveFi
 class OrderAgreement:
   """How a ranking orders each search group's layouts against their measured additive effects.
 
-  by_group: {group: over the pairs of its layouts whose measured terms differ by at least
-    MEASURABLE_EFFECT (weighted by the configs that take them), the mean agreement (+1 / -1) of
-    the order of the ranking's additive terms (fit on rank positions) with the measured one}, for
-    groups with such pairs: +1 orders that group's layouts as measured, -1 in reverse.
+  by_group: {the group's first node (a column of categories): over the pairs of its layouts whose
+    measured terms differ by at least
+    MEASURABLE_EFFECT (weighted by the configs that take them), the mean agreement (+1 / -1) of the
+    order of the ranking's additive terms (fit on rank positions) with the measured one}, for groups
+    with such pairs: +1 orders that group's layouts as measured, -1 in reverse.
   unmeasured_share: the share of the variance of the rank positions that the groups without a
     measurable effect explain: an order made of effects the measurements do not have.
   """
@@ -221,8 +222,8 @@ def order_agreement(categories: np.ndarray, runtimes: np.ndarray, scores: np.nda
     differ = np.abs(true[:, np.newaxis] - true[np.newaxis, :]) >= np.log1p(MEASURABLE_EFFECT)
     if differ.any():
       pairs = np.outer(counts, counts) * differ
-      agree = np.sign(true[:, np.newaxis] - true[np.newaxis, :]) * np.sign(predicted[:, np.newaxis] - predicted[np.newaxis, :])
-      by_group[group] = float(np.sum(pairs * agree) / np.sum(pairs))
+      order = lambda terms: np.sign(terms[:, np.newaxis] - terms[np.newaxis, :])
+      by_group[column] = float(np.sum(pairs * order(true) * order(predicted)) / np.sum(pairs))
     else:
       unmeasured += predicted[layout_of]
   return OrderAgreement(by_group, float(np.var(unmeasured) / max(np.var(positions), 1e-12)))
