@@ -220,6 +220,26 @@ def test_runtimes_are_table_lookups_matching_the_feature_encoding():
   assert np.all(np.isfinite(model.runtimes(choices))) and model.runtimes(choices).min() > 0
 
 
+def test_configs_written_elsewhere_are_read_back_as_choices_and_unoffered_layouts_are_flagged():
+  _, model = _transpose_program()
+  rng = np.random.default_rng(1)
+  choices = np.stack([rng.integers(0, len(v.choices), 20) for v in model.variables], axis=1)
+  feats = model.config_features(choices)
+  read, offered = model.choices_of(feats)
+  assert (read == choices).all() and offered.all()
+  # The dot's result (rank 3) laid out with its batch dimension minor-most: not a candidate.
+  v = model.node_variables[1, 0]
+  feats[3, 1, :2] = [0, 2]
+  read, offered = model.choices_of(feats)
+  assert not offered[3, v] and read[3, v] == 0 and offered.sum() == offered.size - 1
+  # Unconstrained (all -1): the default.
+  feats[4, 1, :features.LAYOUT_MAX_DIMS] = -1
+  read, offered = model.choices_of(feats)
+  assert read[4, v] == 0 and offered[4, v]
+  with pytest.raises(ValueError, match="configurable nodes"):
+    model.choices_of(feats[:, :1])
+
+
 def _work(dims=(64, 512), flops=1e8, streamed_input_bytes=4e6, element_bytes=4):
   return cost_model.KernelWork(output_dims=dims, output_minor_to_major=(1, 0), output_element_bytes=element_bytes,
                                flops=flops, streamed_input_bytes=streamed_input_bytes, broadcast_input_bytes=0.0,

@@ -407,6 +407,37 @@ class LayoutCostModel:
         result[:, j, start:start + orders.shape[1]] = orders
     return result
 
+  def choices_of(self, node_config_feat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of config_features, for configs written by someone else (a real file of this
+    program): (c, num_variables) int64 choices, and (c, num_variables) bool, False where a tensor's
+    layout is none of its candidates (left at the default, choice 0; real reshapes are offered
+    every order of their dims, the model two). A tensor whose dims are all -1 (unconstrained)
+    takes the default.
+
+    Args:
+      node_config_feat: (c, nc, 18) minor-to-major orders per configurable node, as in the npz
+        files, for the model's configurable_nodes in their order.
+    """
+    configured = np.rint(np.asarray(node_config_feat)).astype(np.int64)
+    if configured.shape[1:] != (len(self.configurable_nodes), features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS):
+      raise ValueError(f"node_config_feat of shape {configured.shape} does not fit {len(self.configurable_nodes)} "
+                       "configurable nodes")
+    choices = np.zeros((configured.shape[0], len(self.variables)), np.int64)
+    offered = np.ones(choices.shape, bool)
+    for j, variables in enumerate(self.node_variables):
+      for slot, v in enumerate(variables):
+        if v < 0:
+          continue
+        orders = configured[:, j, slot * features.LAYOUT_MAX_DIMS:(slot + 1) * features.LAYOUT_MAX_DIMS]
+        distinct, config_order = np.unique(orders, axis=0, return_inverse=True)
+        for index, order in enumerate(distinct):
+          given = order[order >= 0]
+          matches = np.flatnonzero((self.variables[v].choices[:, :len(given)] == given).all(1))
+          rows = config_order.reshape(-1) == index
+          choices[rows, v] = matches[0] if len(matches) else 0
+          offered[rows, v] = len(matches) > 0
+    return choices, offered
+
 
 def _merge_repeated(key: tuple, table: np.ndarray) -> np.ndarray:
   """Collapses axes of `table` that index the same variable (key sorted) to their diagonal."""
