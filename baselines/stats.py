@@ -7,7 +7,9 @@ The first table: graphs, nodes, edges, configs and nc/n per collection and split
 layout collection and split, medians over files of: distinct layouts a configurable node takes
 and how often it takes its most common one (means over the file's nodes,
 tpu_graphs/data/layout_search.py), configurable ops per group of ops the configs move in
-lockstep (does the search set layouts per op or per group of alike ops?), the runtime spread (slowest / fastest config), the Kendall tau
+lockstep (does the search set layouts per op or per group of alike ops?), how many such groups
+there are beside how many the alike-op rule makes (one opcode, the same candidates, results
+whose configured dims tile alike: layout_search.alike_op_groups), the runtime spread (slowest / fastest config), the Kendall tau
 of runtime against the number of ops off their modal layout (is straying from the common layouts
 slow in itself?), the largest single-op effect (the slowest over the fastest geometric mean
 runtime of one op's layouts, the largest over ops: does one op dominate? median and, in
@@ -29,12 +31,14 @@ from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
+from tpu_graphs.hlo import features
 from tpu_graphs.train import metrics
 from tpu_graphs.train import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
 _LAYOUT_SEARCH_HEADER = ("collection", "split", "graphs", "distinct layouts per node", "modal fraction",
-                         "ops per search group", "runtime spread (max/min)", "tau of ops off their modal layout",
+                         "ops per search group", "search groups found / by the alike-op rule",
+                         "runtime spread (max/min)", "tau of ops off their modal layout",
                          "largest single-op effect", "per-node layout ridge tau")
 
 
@@ -48,16 +52,20 @@ def layout_search_table(root: pathlib.Path, order: list[tuple[str, Optional[str]
       labelled = found.runtime_spread is not None
       off_modal_tau = metrics.kendall_tau(graph.runtimes(), found.off_modal_ops) if labelled else None
       tau = ridge.per_node_layout_ridge_tau(graph) if labelled else None
+      nodes = graph.node_config_ids
+      by_rule = layout_search.alike_op_groups(graph.node_config_feat, graph.node_opcode[nodes],
+                                              graph.node_feat[nodes][:, features.SHAPE_COLUMNS])
+      groups = (round(len(nodes) / found.ops_per_search_group), int(by_rule.max()) + 1)
       per_split.setdefault((graph.collection, graph.split), []).append(
-          (found.distinct_layouts, found.modal_fraction, found.ops_per_search_group, found.runtime_spread,
-           off_modal_tau,
-           found.largest_op_effect, tau))
+          (found.distinct_layouts, found.modal_fraction, found.ops_per_search_group, groups, found.runtime_spread,
+           off_modal_tau, found.largest_op_effect, tau))
   rows = []
   for key in (key for key in order if key in per_split):
     columns = list(zip(*per_split[key]))
     cells = [median(columns[0], "{:.1f}"), median(columns[1], "{:.2f}"), median(columns[2], "{:.1f}"),
-             median(columns[3], "{:.2f}x"), median(columns[4], "{:.2f}"), median_and_max(columns[5], "{:.2f}x"),
-             median(columns[6], "{:.2f}")]
+             " / ".join(str(sum(column)) for column in zip(*columns[3])),
+             median(columns[4], "{:.2f}x"), median(columns[5], "{:.2f}"), median_and_max(columns[6], "{:.2f}x"),
+             median(columns[7], "{:.2f}")]
     rows.append((key[0], key[1] or "-", str(len(per_split[key])), *cells))
   return statistics.markdown_table(_LAYOUT_SEARCH_HEADER, rows)
 

@@ -5,7 +5,8 @@ embedded generated data beside that of the real sample.
 
 Per layout collection and split, medians over files of: distinct layouts per configurable op,
 how often an op takes its most common layout, configurable ops per group of ops the configs
-move in lockstep, the runtime spread, the Kendall tau of runtime against the number of ops off
+move in lockstep (and, summed over files, how many such groups there are beside how many the
+alike-op rule makes), the runtime spread, the Kendall tau of runtime against the number of ops off
 their modal layout, the largest single-op effect and the per-node-layout ridge tau (baselines/stats.py says how each is computed). The real sample is
 read from ../shared/tpugraphs_sample (or $TPUGRAPHS_SAMPLE_DIR).
 """

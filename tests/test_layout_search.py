@@ -11,6 +11,8 @@ import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import layout_search
 from tpu_graphs.data import npz
+from tpu_graphs.hlo import features
+from tpu_graphs.hlo import opcodes
 
 
 def _rows(*layouts):
@@ -164,6 +166,31 @@ def test_real_default_search_keeps_nodes_at_their_modal_layout_about_two_thirds_
   assert found.ops_per_search_group == 8.0
   # One convolution's layouts move unet3d's runtime 3x (issue #26).
   assert found.largest_op_effect == pytest.approx(3.03, abs=0.01)
+
+
+def test_dimensions_tile_narrow_aligned_or_ragged():
+  assert [layout_search.tiling_class(size) for size in (1, 4, 8, 64, 128, 192, 256, 768)] == [
+      "narrow", "narrow", "aligned", "aligned", "aligned", "ragged", "aligned", "aligned"]
+
+
+@pytest.mark.parametrize("name", ["xla/default/train/unet3d.npz", "xla/default/valid/unet_3d.4x4.bf16.npz"])
+def test_the_alike_op_rule_groups_real_weight_gradients_as_the_real_search_did(name):
+  # The convolutions whose result layouts vary (weight gradients): 15 of 32 to 768 features move
+  # together; the first (1 or 4 input features), the 192-into-64 one and the 1x1x1 one (3 or 4
+  # outputs) are searched alone, as their results tile otherwise.
+  graph = npz.read_graph(sample_data.require_sample(f"npz/layout/{name}"))
+  nodes = graph.node_config_ids
+  rule = layout_search.alike_op_groups(graph.node_config_feat, graph.node_opcode[nodes],
+                                       graph.node_feat[nodes][:, features.SHAPE_COLUMNS])
+  categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
+  found = np.unique(categories.T, axis=0, return_inverse=True)[1].reshape(-1)
+  results = np.rint(graph.node_config_feat[:, :, :features.LAYOUT_MAX_DIMS]).astype(np.int64)
+  convolution = graph.node_opcode[nodes] == opcodes.OPCODE_IDS["convolution"]
+  varying = convolution & np.asarray([len(np.unique(results[:, j], axis=0)) > 1 for j in range(len(nodes))])
+  assert varying.sum() == 18
+  same = lambda groups: np.equal.outer(groups[varying], groups[varying])
+  assert (same(rule) == same(found)).all()
+  assert sorted(np.bincount(found[varying])[np.unique(found[varying])]) == [1, 1, 1, 15]
 
 
 def test_layouts_that_only_move_size_one_dimensions_share_an_element_order():

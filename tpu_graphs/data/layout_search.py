@@ -12,7 +12,9 @@ stays near the default while its 'random' search draws among the candidates. Whe
   (in every config the same-numbered one of their layouts). The real searches decide layouts per
   group of alike ops, not per op: 8.0 ops per group in unet3d, 7.8 in unet_3d.4x4.bf16, 2.4 in
   the xla test graph (both searches), 3.7 in the nlp random test graph, 32.6 in the nlp default
-  test graph (848 ops in 26 groups);
+  test graph (848 ops in 26 groups). Which ops move together follows the alike-op rule
+  (alike_op_groups: one opcode, the same candidates, results whose configured dims tile alike),
+  within a group or two per file;
 * runtime spread: the slowest config's runtime over the fastest's;
 * ops off their modal layout, per config: with runtimes, whether straying from the common layouts
   is itself slow. In real files it says little (Kendall tau -0.17 and 0.04 on the sample's two
@@ -104,6 +106,37 @@ def search_groups(categories: np.ndarray) -> int:
   """How many groups of nodes the configs move in lockstep: nodes whose columns of `categories`
   (c, nc), from node_layout_categories, are equal count as one."""
   return int(np.unique(categories.T, axis=0).shape[0]) if categories.size else 0
+
+
+def tiling_class(size: int) -> str:
+  """How a dimension of `size` elements tiles in TPU memory (tiles of 8 rows by 128 lanes):
+  'narrow' (under 8), 'aligned' (8 to 128, or a multiple of 128) or 'ragged' (above 128 and not a
+  multiple of it)."""
+  if size < 8:
+    return "narrow"
+  return "ragged" if size > 128 and size % 128 else "aligned"
+
+
+def alike_op_groups(node_config_feat, opcodes: np.ndarray, result_shapes: np.ndarray) -> np.ndarray:
+  """(nc,) int64 the search group of each configurable node under the alike-op rule: nodes share a
+  group when they have one opcode, the same candidate layouts (the distinct rows their configs
+  give them) and results whose configured dimensions have the same tiling_class. The real
+  searches group their ops that way (baselines/stats.py compares the rule with the groups found).
+
+  Args:
+    node_config_feat: (c, nc, 18) the file's configs (an array or a streamed one).
+    opcodes: (nc,) the nodes' opcodes.
+    result_shapes: (nc, >= 6) the nodes' result dimension sizes, dimension d in column d.
+  """
+  keys = node_layout_keys(node_config_feat)
+  found, groups = {}, np.zeros(keys.shape[1], np.int64)
+  for node in range(keys.shape[1]):
+    rows = np.unique(keys[:, node], axis=0)
+    # The result's layout is the first 6 values of a row, packed in the first key word.
+    dims = {int(d) for i in range(6) for d in ((rows[:, 0] >> np.uint64(i * _BITS_PER_VALUE)) & np.uint64(63))} - {0}
+    classes = tuple(tiling_class(int(result_shapes[node][d - 1])) for d in sorted(dims))
+    groups[node] = found.setdefault((int(opcodes[node]), classes, rows.tobytes()), len(found))
+  return groups
 
 
 def off_modal(categories: np.ndarray) -> np.ndarray:
