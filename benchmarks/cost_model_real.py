@@ -24,6 +24,7 @@ import pathlib
 
 import numpy as np
 from absl import flags
+from google.protobuf import message as protobuf_message
 
 from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
@@ -45,7 +46,7 @@ def paired_programs(sample: pathlib.Path) -> list[tuple[pathlib.Path, tuning_pb2
     tuning = tuning_pb2.ModuleTuningData()
     try:
       tuning.ParseFromString(path.read_bytes())
-    except Exception:  # a proto of another message type (TuningData of tile kernels)
+    except protobuf_message.DecodeError:  # not a ModuleTuningData (a tile TuningData may parse, and is skipped below)
       continue
     if not tuning.config_index_to_node or not tuning.module.computations:
       continue
