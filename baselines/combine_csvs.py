@@ -12,7 +12,7 @@ test graph of --data_root has exactly one well-formed row.
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import graphs, locations
 from tpu_graphs.export import submission
 
@@ -36,10 +36,10 @@ def main(argv):
     for collection in graphs.COLLECTIONS:
       print(f"{collection:20s} {newest.get(collection, f'(no run under {_RUNS_DIR.value} trained on this data root)')}")
     files = list(newest.values())
-  programs.refuse_overwriting_inputs("output", _OUTPUT.value, [*map(str, files), _DATA_ROOT.value])
+  program.refuse_overwriting_inputs("output", _OUTPUT.value, [*map(str, files), _DATA_ROOT.value])
   rows = submission.combine(files, _DATA_ROOT.value, _OUTPUT.value)
   print(f"wrote {_OUTPUT.value}: {rows} rows, validated against the test files of {_DATA_ROOT.value}")
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

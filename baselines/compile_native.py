@@ -14,7 +14,7 @@ import pathlib
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.export import native_library
 
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
@@ -33,4 +33,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -8,7 +8,7 @@ Rerunning after an interruption skips finished shards. Both folders may be URLs 
 hdfs://). See tpu_graphs/data/convert.py.
 """
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 
 from tpu_graphs.data import convert
@@ -19,7 +19,7 @@ from tpu_graphs.data import storage
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.EMBEDDED_NPZ),
                                  "A TpuGraphs npz tree; defaults to the embedded generated data.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "out/records", "Where the records go.")
-_RECORD_SIZES = programs.define_record_size_flags()
+_RECORD_SIZES = program.define_record_size_flags()
 
 
 def summary_table(summary: convert.ConversionSummary) -> str:
@@ -46,4 +46,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -13,14 +13,14 @@ With --input_pb_glob, each ModuleTuningData / TuningData / HloModuleProto file i
 --input_dir first (see tpu_graphs/hlo/featurize.py), then the whole tree is converted. --input_dir,
 --input_pb_glob and --output_dir may be URLs (gs://, s3://, hdfs://); with several machines, a local
 --input_dir must be on a file system every worker mounts at that path.
-See tpu_graphs/beam_pipeline.py and the README's "Scale-out: Beam".
+See tpu_graphs/data/beam_pipeline.py and the README's "Scale-out: Beam".
 """
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 
-from tpu_graphs import beam_pipeline
-from tpu_graphs.data import graphs
+from tpu_graphs.data import beam_pipeline, graphs
+from tpu_graphs.hlo import featurize
 
 _INPUT_DIR = flags.DEFINE_string(
     "input_dir", None, "The TpuGraphs npz tree to convert; with --input_pb_glob, where the featurized npz "
@@ -30,7 +30,7 @@ _INPUT_PB_GLOB = flags.DEFINE_string(
     "input_pb_glob", None, "Raw protos to featurize first (ModuleTuningData, TuningData or HloModuleProto).")
 _LABELLED_SPLIT = flags.DEFINE_enum(
     "labelled_split", "train", graphs.SPLITS, "The split of graphs featurized from measured tuning data.")
-_RECORD_SIZES = programs.define_record_size_flags()
+_RECORD_SIZES = program.define_record_size_flags()
 flags.mark_flag_as_required("input_dir")
 
 
@@ -38,7 +38,7 @@ def main(argv):
   options = beam_pipeline.checked_options(argv[1:])
   summary = beam_pipeline.run_conversion(
       _INPUT_DIR.value, _OUTPUT_DIR.value, options, input_pb_glob=_INPUT_PB_GLOB.value,
-      labelled_split=_LABELLED_SPLIT.value, **_RECORD_SIZES())
+      featurize_file=featurize.graphs_from_file, labelled_split=_LABELLED_SPLIT.value, **_RECORD_SIZES())
   print(f"\nConverted {summary.graphs_written} graphs, skipped {summary.graphs_skipped} already converted, "
         f"from {_INPUT_DIR.value}")
   for group in summary.groups:
@@ -47,4 +47,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

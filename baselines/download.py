@@ -10,7 +10,7 @@ import sys
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import download
 from tpu_graphs.data import graphs
 from tpu_graphs.data import statistics
@@ -24,9 +24,9 @@ _LIST = flags.DEFINE_bool("list", False, "Only print the archives that would be 
 _WAIT_SECONDS = flags.DEFINE_float("wait_seconds", download.DEFAULT_WAIT_SECONDS,
                                    "Give up after waiting this long, in all, for a server that sends nothing "
                                    "(silent connections and pauses between retries); bytes received restart it.")
-programs.check_flag(_COLLECTIONS, lambda collections: [download.archive_name(c, "train") for c in collections])
+program.check_flag(_COLLECTIONS, lambda collections: [download.archive_name(c, "train") for c in collections])
 flags.register_validator(_WAIT_SECONDS, lambda value: value > 0, message="--wait_seconds must be positive")
-programs.check_flag(_SPLITS, lambda splits: [download.archive_name("tile:xla", s) for s in splits])
+program.check_flag(_SPLITS, lambda splits: [download.archive_name("tile:xla", s) for s in splits])
 
 
 def main(argv):
@@ -56,4 +56,4 @@ def list_archives(downloader: download.Downloader, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -14,7 +14,7 @@ with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.cs
 import json
 import pathlib
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
 import tensorflow as tf
 
@@ -32,7 +32,7 @@ _DATA_ROOT = flags.DEFINE_string("data_root", None, "A TpuGraphs npz tree holdin
                                  "the one the run trained on (its config.json), else the embedded generated data.")
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
-programs.require_at_least(1, _CONFIGS_PER_CHUNK)
+program.require_at_least(1, _CONFIGS_PER_CHUNK)
 
 
 def main(argv):
@@ -75,4 +75,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

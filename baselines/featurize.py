@@ -13,7 +13,7 @@ import pathlib
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import npz
 from tpu_graphs.hlo import featurize
 
@@ -35,4 +35,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -13,7 +13,7 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import statistics
 from tpu_graphs.synth import generate, zoo
 
@@ -23,7 +23,7 @@ _SEED = flags.DEFINE_integer("seed", 0, "Generation seed.")
 _ARCHITECTURES = flags.DEFINE_list("architectures", None, "Zoo architectures to generate (default all).")
 _CONFIGS_PER_GRAPH = flags.DEFINE_integer(
     "configs_per_graph", None, f"Layout configs per graph (default: the scale's; at most {generate.MAX_CONFIGS}).")
-programs.require_at_least(1, _CONFIGS_PER_GRAPH)
+program.require_at_least(1, _CONFIGS_PER_GRAPH)
 
 
 def known_architectures(names) -> None:
@@ -34,7 +34,7 @@ def known_architectures(names) -> None:
                      f"{', '.join(sorted(zoo.ARCHITECTURES_BY_NAME))}")
 
 
-programs.check_flag(_ARCHITECTURES, known_architectures)
+program.check_flag(_ARCHITECTURES, known_architectures)
 
 
 def progress_bar(start: float):
@@ -59,4 +59,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -27,13 +27,13 @@ first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_di
 
 from absl import flags
 
-from tpu_graphs import programs
-from tpu_graphs import training_programs
+from baselines import program
+from baselines import training
 from tpu_graphs.models import layout_model
 
 # --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
 # this program's own; TensorFlow's stay in --helpfull.
-flags.adopt_module_key_flags(training_programs)
+flags.adopt_module_key_flags(training)
 
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
 _SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
@@ -69,7 +69,7 @@ _CONFIG_ENCODINGS = flags.DEFINE_list(
 flags.register_validator("config_encodings",
                          lambda names: names is None or set(names) <= set(layout_model.CONFIG_ENCODINGS),
                          f"config encodings must be among {', '.join(layout_model.CONFIG_ENCODINGS)}")
-programs.require_at_least(1, _CONFIGS_PER_CHUNK)
+program.require_at_least(1, _CONFIGS_PER_CHUNK)
 
 
 def _zero_or_negative_is_none(value: int):
@@ -78,11 +78,11 @@ def _zero_or_negative_is_none(value: int):
 
 def main(argv):
   del argv
-  training = training_programs.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
+  training = training.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
                                       "warmup_steps": _WARMUP_STEPS})
   if "steps_per_epoch" in training:
     training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
-  model = training_programs.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
+  model = training.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                    "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
                                    "graph_norm_scale": _GRAPH_NORM_SCALE,
                                    "cross_config_attention": _CROSS_CONFIG_ATTENTION,
@@ -93,9 +93,9 @@ def main(argv):
     model["segment_size"] = max(model["segment_size"], 0)
   if "config_encodings" in model:
     model["config_encodings"] = tuple(model["config_encodings"])
-  training_programs.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",
+  training.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",
                           _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}", training, model)
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

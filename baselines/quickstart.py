@@ -30,10 +30,11 @@ from typing import Optional
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
+from tpu_graphs.analysis import report
 from tpu_graphs.data import errors, graphs, locations, npz
 from tpu_graphs.export import ranker, saved_model, submission
-from tpu_graphs.train import experiments, report, scoring, strategies
+from tpu_graphs.train import experiments, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/quickstart", "Where runs, submission.csv and the report go.")
@@ -47,7 +48,7 @@ flags.DEFINE_alias("mode", "experiment")
 _PARALLEL = flags.DEFINE_integer("parallel", None,
                                  "How many collections train at the same time on this machine's CPUs, each in its own "
                                  "process; default one per core (at most 5). With GPUs or a cluster: always 1.")
-programs.require_at_least(1, _PARALLEL)
+program.require_at_least(1, _PARALLEL)
 
 
 def is_generated(data_root: pathlib.Path) -> bool:
@@ -209,4 +210,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

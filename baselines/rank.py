@@ -22,7 +22,7 @@ import pathlib
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import storage
 from tpu_graphs.export import ranker
 from tpu_graphs.hlo import candidates
@@ -38,12 +38,12 @@ _NUM_CANDIDATES = flags.DEFINE_integer(
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the candidates drawn with --num_candidates.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
-programs.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
+program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
 
 
 def main(argv):
   del argv
-  programs.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
+  program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
   if _NUM_CANDIDATES.value is None:
     ranked = [(ranking, None) for ranking in model.rank_file(_INPUT.value, kernels=_KERNELS.value)]
@@ -67,4 +67,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

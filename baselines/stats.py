@@ -6,7 +6,7 @@
 The first table: graphs, nodes, edges, configs and nc/n per collection and split. The second, per
 layout collection and split, medians over files of: distinct layouts a configurable node takes
 and how often it takes its most common one (means over the file's nodes,
-tpu_graphs/data/layout_search.py), configurable ops per group of ops the configs move in
+tpu_graphs/analysis/layout_search.py), configurable ops per group of ops the configs move in
 lockstep (does the search set layouts per op or per group of alike ops?), how many such groups
 there are beside how many the alike-op rule makes (one opcode, the same candidates, results
 whose configured dims tile alike: layout_search.alike_op_groups), the runtime spread (slowest / fastest config), the Kendall tau
@@ -14,7 +14,7 @@ of runtime against the number of ops off their modal layout (is straying from th
 slow in itself?), the largest single-op effect (the slowest over the fastest geometric mean
 runtime of one op's layouts, the largest over ops: does one op dominate? median and, in
 parentheses, the largest over files), and the within-program per-node-layout ridge tau (half of
-a file's configs ranks the other half, tpu_graphs/train/ridge.py). Spread, taus and effects need
+a file's configs ranks the other half, tpu_graphs/analysis/ridge.py). Spread, taus and effects need
 runtimes, so unlabelled (test) splits show '-'.
 Every file is validated on the way (config features are streamed, not loaded).
 """
@@ -25,15 +25,14 @@ from typing import Optional
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
-from tpu_graphs.data import layout_search
+from tpu_graphs.analysis import layout_search, ridge
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 from tpu_graphs.hlo import features
 from tpu_graphs.train import metrics
-from tpu_graphs.train import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated/npz", "A TpuGraphs npz tree.")
 _LAYOUT_SEARCH_HEADER = ("collection", "split", "graphs", "distinct layouts per node", "modal fraction",
@@ -97,4 +96,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -5,7 +5,7 @@
 Memory is measured as the peak resident set size while converting the 21,918-node nlp test
 graph, after TensorFlow is imported and warmed up on a small file (Linux's clear_refs resets the
 peak), and compared with the uncompressed size of that file's arrays. The table goes to --out
-(tpu_graphs/benchmark_results.py).
+(benchmarks/benchmark_results.py).
 """
 
 import pathlib
@@ -15,9 +15,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import convert, errors, graphs, locations, npz
 
 _INPUT_DIR = flags.DEFINE_string("input_dir", str(locations.sample_dir() / "npz"), "The real TpuGraphs sample's npz tree.")
@@ -93,4 +93,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

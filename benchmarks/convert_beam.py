@@ -8,7 +8,7 @@ byte-identical to the single-process one. Times are wall-clock seconds, TensorFl
 imported in this process; Beam's multi-process runs include starting their worker processes,
 which "Beam startup" measures alone (a tree of one small file). Throughput is bounded by the
 machine's cores: compare the runs with the core count in the table's header. The table goes to
---out (tpu_graphs/benchmark_results.py).
+--out (benchmarks/benchmark_results.py).
 """
 
 import pathlib
@@ -18,10 +18,10 @@ import time
 from absl import flags
 from apache_beam.options import pipeline_options
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import beam_pipeline
-from tpu_graphs import benchmark_results
+from tpu_graphs.data import beam_pipeline
+from benchmarks import benchmark_results
 from tpu_graphs.data import convert
 from tpu_graphs.data import errors
 from tpu_graphs.data import locations
@@ -90,4 +90,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

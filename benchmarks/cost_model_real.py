@@ -26,10 +26,11 @@ import numpy as np
 from absl import flags
 from google.protobuf import message as protobuf_message
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
-from tpu_graphs.data import config_split, errors, graphs, layout_search, locations, npz
+from benchmarks import benchmark_results
+from tpu_graphs.analysis import layout_search
+from tpu_graphs.data import config_split, errors, graphs, locations, npz
 from tpu_graphs.hlo import features, featurize, opcodes, tuning_pb2
 from tpu_graphs.synth import cost_model, generate
 from tpu_graphs.train import metrics
@@ -150,4 +151,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -5,7 +5,7 @@
 
 Times module_features (node features, opcodes, edges, splits) and layout_graph (plus configs and
 validation) on the release's 3,163-node unet_3d layout proto of the real sample; parsing is
-timed separately. The table goes to --out (tpu_graphs/benchmark_results.py).
+timed separately. The table goes to --out (benchmarks/benchmark_results.py).
 """
 
 import pathlib
@@ -13,9 +13,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import errors, locations
 from tpu_graphs.hlo import featurize
 
@@ -55,4 +55,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -35,9 +35,9 @@ import time
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import config_split, locations, npz, predictions
 from tpu_graphs.train import memory_plan, metrics
 
@@ -178,4 +178,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

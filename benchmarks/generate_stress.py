@@ -3,7 +3,7 @@
   python benchmarks/generate_stress.py --output_dir /tmp/stress [--min_nodes 20000 --configs 100000] \
       [--out benchmarks/results/generate_stress.md]
 
-The table goes to --out (tpu_graphs/benchmark_results.py).
+The table goes to --out (benchmarks/benchmark_results.py).
 """
 
 import resource
@@ -11,9 +11,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
 from tpu_graphs.synth import generate
@@ -45,4 +45,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -18,13 +18,13 @@ import pathlib
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import config_split
 from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
-from tpu_graphs.data import layout_search
+from tpu_graphs.analysis import layout_search
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.hlo import features
@@ -33,7 +33,7 @@ from tpu_graphs.hlo import opcodes
 _FILES = flags.DEFINE_list("files", None, "Labelled layout npz files (default: the real sample's).")
 _TOP = flags.DEFINE_integer("top", 8, "Groups per file, the largest additive effects first.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("layout_effects")), "Markdown table to write.")
-programs.require_at_least(1, _TOP)
+program.require_at_least(1, _TOP)
 
 
 def group_rows(graph: graphs.LayoutGraph, top: int) -> tuple[list[dict], float]:
@@ -125,4 +125,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

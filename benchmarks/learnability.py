@@ -8,10 +8,10 @@ ridge (layout only), and of the noiseless cost model.
 Scores (tpu_graphs/train/metrics.py): layout, mean Kendall tau-b over graphs; tile, mean tile
 score = 1 - top-5 slowdown = 2 - best runtime in the predicted top 5 / best runtime (1 is
 perfect). The summed-features ridge is fit on the train split; the per-node-layout ridge
-(tpu_graphs/train/ridge.py) on half of each test graph's configs, ranking the other half. The
+(tpu_graphs/analysis/ridge.py) on half of each test graph's configs, ranking the other half. The
 noiseless runtimes come from regenerating the test architectures (the bytes must match
 --data_dir, which is checked), so the cost-model column says how much the 1% measurement noise
-alone costs. The table goes to --out (tpu_graphs/benchmark_results.py).
+alone costs. The table goes to --out (benchmarks/benchmark_results.py).
 """
 
 import dataclasses
@@ -21,15 +21,15 @@ import tempfile
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import errors
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.synth import generate
 from tpu_graphs.train import metrics
-from tpu_graphs.train import ridge
+from tpu_graphs.analysis import ridge
 
 _DATA_DIR = flags.DEFINE_string("data_dir", "data/generated", "A generated tree (with test_labels/).")
 _SCALE = flags.DEFINE_string("scale", "small", "The scale it was generated at.")
@@ -99,4 +99,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

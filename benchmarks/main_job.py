@@ -24,15 +24,15 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import locations
 
 _EXPERIMENT = flags.DEFINE_enum("experiment", "quickstart", ["quickstart", "smallest"], "The main job's experiment.")
 _REPEATS = flags.DEFINE_integer("repeats", 1, "Runs of each way, alternating.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("main_job")), "Where the Markdown table goes.")
-programs.require_at_least(1, _REPEATS)
+program.require_at_least(1, _REPEATS)
 
 QUICKSTART = locations.REPOSITORY / "baselines" / "quickstart.py"
 # Way name -> the quickstart's extra flags.
@@ -123,4 +123,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -15,7 +15,7 @@ sees (the test file holds zeros; predictions are scored here). Rankers:
 * ridge on one-hot config values: per value position, the share of configurable nodes taking
   each value (no graph, no node identity);
 * the per-node-layout ridge: each configurable node's 18-value row as one category, one-hot per
-  (node, category) (tpu_graphs/train/ridge.py; only within one program).
+  (node, category) (tpu_graphs/analysis/ridge.py; only within one program).
 With --ablation the recipe also runs with fewer config encodings (raw layout values; categories;
 categories and costs), so each encoding's share shows. Ridge penalties are chosen on the valid
 quarter. The cross-program row trains on one file's
@@ -37,11 +37,12 @@ from typing import Callable
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
-from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
-from tpu_graphs.train import metrics, ridge
+from benchmarks import benchmark_results
+from tpu_graphs.analysis import layout_search, ridge
+from tpu_graphs.data import config_split, graphs, locations, npz, predictions
+from tpu_graphs.train import metrics
 
 _FILES = flags.DEFINE_list("files", None, "Labelled layout npz files; default: every labelled layout file of the "
                            "sample ($TPUGRAPHS_SAMPLE_DIR or ../shared/tpugraphs_sample).")
@@ -259,4 +260,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

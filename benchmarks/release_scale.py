@@ -49,9 +49,9 @@ import time
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import graphs, locations, npz, statistics
 from tpu_graphs.synth import generate, zoo
 from tpu_graphs.train import experiments
@@ -64,9 +64,9 @@ _CONFIG_SCALE = flags.DEFINE_integer("config_scale", 20, "Layout config counts a
 _STEPS = flags.DEFINE_integer("steps_per_epoch", 10, "Layout training steps measured (the recipe's epoch: "
                               f"{experiments.LAYOUT_TRAINING['steps_per_epoch']}).")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("release_scale")), "Where the Markdown goes.")
-programs.require_at_least(1, _FILE_SCALE)
-programs.require_at_least(1, _CONFIG_SCALE)
-programs.require_at_least(1, _STEPS)
+program.require_at_least(1, _FILE_SCALE)
+program.require_at_least(1, _CONFIG_SCALE)
+program.require_at_least(1, _STEPS)
 
 # Files per collection and split in the release (v0 tars; the Kaggle "predict-ai-model-runtime" npz
 # tree holds the same files): tile:xla 7,229 kernels, layout 705 files of 352 programs.
@@ -443,4 +443,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

@@ -12,7 +12,7 @@
 Each measurement runs in its own fresh process, so its peak RSS is its own. Without a --*_model
 an untrained model of the baselines' default size is exported first: latency and memory do not
 depend on the weights. The real sample is found as the tests find it ($TPUGRAPHS_SAMPLE_DIR, else
-../shared/tpugraphs_sample); the table goes to --out (tpu_graphs/benchmark_results.py).
+../shared/tpugraphs_sample); the table goes to --out (benchmarks/benchmark_results.py).
 """
 
 import dataclasses
@@ -26,9 +26,9 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import locations
 from tpu_graphs.export import untrained
 
@@ -132,4 +132,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

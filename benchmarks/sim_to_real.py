@@ -50,10 +50,11 @@ from typing import Optional
 import numpy as np
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
-from tpu_graphs import benchmark_results
-from tpu_graphs.data import config_split, graphs, layout_search, locations, npz, predictions
+from benchmarks import benchmark_results
+from tpu_graphs.analysis import layout_search
+from tpu_graphs.data import config_split, graphs, locations, npz, predictions
 from tpu_graphs.hlo import features
 from tpu_graphs.train import metrics
 
@@ -284,4 +285,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

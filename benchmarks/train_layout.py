@@ -13,7 +13,7 @@ config with an (untrained) layout model through scoring.score_records; prints se
 peak RSS. One measurement per process, so peak RSS belongs to it alone: `all` runs each in a
 fresh process (scoring the real sample's unet_3d.4x4.bf16 and nlp test graph at 0 and 1 hops;
 training on the generated xla and nlp default train splits with each scale technique) and writes
-the tables to --out (tpu_graphs/benchmark_results.py). The sample is found as the tests find it.
+the tables to --out (benchmarks/benchmark_results.py). The sample is found as the tests find it.
 """
 
 import json
@@ -26,10 +26,10 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 import tensorflow as tf  # pylint: disable=g-bad-import-order
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import config_dedup, convert, errors, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import inputs, scoring, tasks, trainer
@@ -207,4 +207,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

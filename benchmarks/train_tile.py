@@ -4,7 +4,7 @@
 
 Per epoch, the time from the epoch's first step to its last (validation excluded); configs/s
 counts the configs actually in the batches (a graph contributes min(its configs, k)). The table
-goes to --out (tpu_graphs/benchmark_results.py).
+goes to --out (benchmarks/benchmark_results.py).
 """
 
 import pathlib
@@ -14,10 +14,10 @@ import time
 
 from absl import flags
 
-from tpu_graphs import programs  # first: it quiets TensorFlow, which must happen before TensorFlow loads
+from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 import tensorflow as tf  # pylint: disable=g-bad-import-order
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import convert, locations, readers
 from tpu_graphs.models import gnn, tile_model
 from tpu_graphs.train import inputs, tasks, trainer
@@ -84,4 +84,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  programs.run(main)
+  program.run(main)

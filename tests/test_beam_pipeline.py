@@ -9,8 +9,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import memory_file_system
 import sample_data
-from tpu_graphs import beam_pipeline
-from tpu_graphs.data import convert, npz
+from tpu_graphs.data import beam_pipeline, convert, npz
 from tpu_graphs.hlo import featurize
 
 
@@ -73,7 +72,8 @@ def test_protos_on_an_in_memory_file_system_are_featurized_into_it(tmp_path):
   pb_dir = sample_data.require_sample("pb/official_testdata")
   shutil.copy(pb_dir / "module_tuning_data_layout.pb", tmp_path)
   protos, npz_url = memory_file_system.copy_tree(tmp_path, "pb"), memory_file_system.fresh_directory("npz")
-  beam_pipeline.run_conversion(npz_url, tmp_path / "beam", in_process(), input_pb_glob=protos + "/*.pb")
+  beam_pipeline.run_conversion(npz_url, tmp_path / "beam", in_process(), input_pb_glob=protos + "/*.pb",
+                               featurize_file=featurize.graphs_from_file)
   assert list(memory_file_system.tree_bytes(npz_url)) == ["layout/xla/default/train/main__.10904.npz"]
   npz.write_graph(tmp_path / "npz/layout/xla/default/train/main__.10904.npz",
                   featurize.graphs_from_file(pb_dir / "module_tuning_data_layout.pb")[0])
@@ -85,7 +85,8 @@ def test_protos_on_an_in_memory_file_system_are_featurized_into_it(tmp_path):
 def test_raw_protos_are_featurized_then_converted_like_their_npz_files(tmp_path):
   pb_dir = sample_data.require_sample("pb/official_testdata")
   summary = beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "beam", two_worker_processes(),
-                                         input_pb_glob=str(pb_dir / "*.pb"), labelled_split="valid")
+                                         input_pb_glob=str(pb_dir / "*.pb"),
+                                         featurize_file=featurize.graphs_from_file, labelled_split="valid")
   expected = [g for path in sorted(pb_dir.glob("*.pb")) for g in featurize.graphs_from_file(path)]
   featurized = sorted(p.relative_to(tmp_path / "npz") for p in (tmp_path / "npz").rglob("*.npz"))
   assert featurized == sorted(pathlib.Path(*g.collection.split(":"), "valid", g.graph_id + ".npz") for g in expected)
@@ -112,18 +113,21 @@ def test_two_protos_with_the_same_graph_are_refused(tmp_path):
     shutil.copy(layout_pb, tmp_path / "pb" / name)
   with pytest.raises(Exception, match=r"main__\.10904\.npz was also featurized from .*a\.pb"):
     beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process(),
-                                 input_pb_glob=str(tmp_path / "pb/*.pb"))
+                                 input_pb_glob=str(tmp_path / "pb/*.pb"), featurize_file=featurize.graphs_from_file)
 
 
 def test_missing_inputs_and_unknown_split_fail_before_running(tmp_path):
   with pytest.raises(FileNotFoundError, match="no file matches"):
     beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process(),
-                                 input_pb_glob=str(tmp_path / "*.pb"))
+                                 input_pb_glob=str(tmp_path / "*.pb"), featurize_file=featurize.graphs_from_file)
   with pytest.raises(FileNotFoundError, match="input directory not found"):
     beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process())
   with pytest.raises(ValueError, match="labelled_split 'dev'"):
     beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process(),
-                                 input_pb_glob=str(tmp_path / "*.pb"), labelled_split="dev")
+                                 input_pb_glob=str(tmp_path / "*.pb"),
+                                 featurize_file=featurize.graphs_from_file, labelled_split="dev")
+  with pytest.raises(ValueError, match="no featurize_file"):
+    beam_pipeline.run_conversion(tmp_path / "npz", tmp_path / "out", in_process(), input_pb_glob=str(tmp_path / "*.pb"))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tpu_graphs import benchmark_results
+from benchmarks import benchmark_results
 from tpu_graphs.data import locations
 
 

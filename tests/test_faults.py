@@ -50,7 +50,7 @@ import program_modules
 import tile_test_data
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from tpu_graphs import beam_pipeline
+from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
 from tpu_graphs.hlo import featurize
 from tpu_graphs.train import losses, metrics, scoring, tasks, trainer

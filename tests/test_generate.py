@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tpu_graphs.data import graphs
-from tpu_graphs.data import layout_search
+from tpu_graphs.analysis import layout_search, ridge
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
@@ -22,7 +22,6 @@ from tpu_graphs.hlo import opcodes
 from tpu_graphs.synth import cost_model
 from tpu_graphs.synth import generate
 from tpu_graphs.train import metrics
-from tpu_graphs.train import ridge
 
 EMBEDDED = locations.EMBEDDED_ROOT
 

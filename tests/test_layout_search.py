@@ -9,7 +9,7 @@ import pytest
 import layout_test_data
 import sample_data
 from tpu_graphs.data import graphs
-from tpu_graphs.data import layout_search
+from tpu_graphs.analysis import layout_search
 from tpu_graphs.data import npz
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import opcodes

@@ -9,29 +9,29 @@ import sys
 
 import pytest
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import graphs, locations
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = """
 import sys
 from absl import flags
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import errors
 _COUNT = flags.DEFINE_integer("count", 1, "A count.")
 _NAME = flags.DEFINE_string("name", "ok", "A name.")
-programs.require_at_least(1, _COUNT)
+program.require_at_least(1, _COUNT)
 def is_a_name(name):
   if name == "x":
     raise ValueError(f"{name!r} is not a name")
-programs.check_flag(_NAME, is_a_name)
+program.check_flag(_NAME, is_a_name)
 def main(argv):
   if _NAME.value == "missing":
     open("/nonexistent/input.csv")
   if _NAME.value == "bug":
     raise KeyError("a bug keeps its traceback")
   raise errors.InputError("data.npz: not what was expected")
-programs.run(main)
+program.run(main)
 """
 
 
@@ -43,7 +43,7 @@ programs.run(main)
     (KeyError("bug"), None),
 ])
 def test_failure_line_names_the_file_for_expected_failures_only(error, line):
-  assert programs.failure_line(error) == line
+  assert program.failure_line(error) == line
 
 
 def _run(script: pathlib.Path, *flags: str, timeout: int = 60, cwd=None) -> subprocess.CompletedProcess:
@@ -84,9 +84,9 @@ def test_a_bug_keeps_its_traceback(tmp_path):
 
 
 RECORD_SIZES_PROGRAM = """
-from tpu_graphs import programs
-record_sizes = programs.define_record_size_flags()
-programs.run(lambda argv: print(sorted(record_sizes().items())))
+from baselines import program
+record_sizes = program.define_record_size_flags()
+program.run(lambda argv: print(sorted(record_sizes().items())))
 """
 
 
@@ -103,14 +103,14 @@ def test_record_size_flags_are_checked_and_given_as_converter_arguments(tmp_path
 NOISY_PROGRAM = """
 import os
 import warnings
-from tpu_graphs import programs
+from baselines import program
 import tensorflow as tf
 def main(argv):
   print("TF_CPP_MIN_LOG_LEVEL", os.environ["TF_CPP_MIN_LOG_LEVEL"])
   tf.get_logger().warning("a warning of TensorFlow's logger")
   warnings.warn_explicit("a UserWarning raised in TensorFlow", UserWarning, "nested_structure_coder.py", 1,
                          module="tensorflow.python.saved_model.nested_structure_coder")
-programs.run(main)
+program.run(main)
 """
 
 
@@ -118,12 +118,12 @@ programs.run(main)
     ([], None), (["--out_dir=x"], None), (["--verbosity=0"], 0), (["--verbosity", "-1"], -1), (["-v", "1"], 1),
     (["-v=-2"], -2), (["--verbosity=loud"], None), (["--", "--verbosity=0"], None)])
 def test_requested_verbosity_reads_absl_spellings_before_flags_are_parsed(argv, verbosity):
-  assert programs.requested_verbosity(argv) == verbosity
+  assert program.requested_verbosity(argv) == verbosity
 
 
 @pytest.mark.parametrize("verbosity, level", [(None, 3), (-3, 3), (-2, 2), (-1, 1), (0, 0), (1, 0)])
 def test_tensorflow_log_level_follows_absl_verbosity_and_is_silent_by_default(verbosity, level):
-  assert programs.tensorflow_log_level(verbosity) == level
+  assert program.tensorflow_log_level(verbosity) == level
 
 
 @pytest.mark.parametrize("flags, level, shown", [((), "3", False), (("--verbosity=-1",), "1", True)])

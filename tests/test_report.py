@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from tpu_graphs.train import report
+from tpu_graphs.analysis import report
 from tpu_graphs.train import metrics
 
 

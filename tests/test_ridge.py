@@ -9,7 +9,7 @@ import layout_test_data
 import sample_data
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
-from tpu_graphs.train import ridge
+from tpu_graphs.analysis import ridge
 
 
 def test_primal_and_dual_solutions_predict_the_same():

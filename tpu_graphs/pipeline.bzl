@@ -1,7 +1,7 @@
 """The one py_library rule every tpu_graphs subpackage uses."""
 
 # The pipeline's stages in order (STYLE.md): a stage may import the stages before it, never after.
-STAGES = ["data", "hlo", "synth", "models", "train", "export"]
+STAGES = ["data", "hlo", "synth", "models", "train", "export", "analysis"]
 
 def pipeline_stage(name):
     """A py_library of the stage's .py files (other files as data), depending on earlier stages."""

@@ -3,7 +3,7 @@ download), and the check every reader of input files makes first.
 
 Each stage raises its own specific error (GraphFileError, SubmissionError, DownloadError, ...)
 whose message names the file and the problem; all derive from InputError, so a program's edge
-(tpu_graphs/programs.py) can report any of them as one line without importing the stage that
+(baselines/program.py) can report any of them as one line without importing the stage that
 raised it. Anything else is a bug and keeps its traceback.
 """
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 from absl import flags
 
-from tpu_graphs import programs
+from baselines import program
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
@@ -51,11 +51,11 @@ MODEL_FLAGS = {
     "units": flags.DEFINE_integer("units", None, "Hidden width."),
     "layers": flags.DEFINE_integer("layers", None, "Message passing rounds."),
 }
-programs.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch_size", "configs_per_graph",
+program.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch_size", "configs_per_graph",
                                                                   "patience")),
                           MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
-programs.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
-programs.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or trainer.check_learning_rate(value))
+program.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
+program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or trainer.check_learning_rate(value))
 
 
 def given(holders: dict) -> dict:

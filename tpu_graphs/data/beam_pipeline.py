@@ -28,7 +28,7 @@ import io
 import json
 import os
 import pathlib
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import metric
@@ -36,7 +36,6 @@ from apache_beam import runners
 from apache_beam.options import pipeline_options
 
 from tpu_graphs.data import convert, errors, graphs, npz, records, storage
-from tpu_graphs.hlo import featurize
 
 METRICS_NAMESPACE = "tpu_graphs.conversion"
 _GRAPHS_WRITTEN = metric.Metrics.counter(METRICS_NAMESPACE, "graphs_written")
@@ -56,14 +55,20 @@ class PlannedShard:
   files: tuple[storage.PathLike, ...]
 
 
-def featurize_to_npz(pb_path: str, npz_dir: str, labelled_split: str) -> list[tuple[str, str]]:
+# A raw proto file's path -> its graphs: tpu_graphs.hlo.featurize.graphs_from_file, passed in by
+# the caller because data/ comes before hlo/ in the pipeline and imports nothing from it.
+FeaturizeFile = Callable[[str], Sequence[graphs.Graph]]
+
+
+def featurize_to_npz(pb_path: str, npz_dir: str, labelled_split: str,
+                     featurize_file: FeaturizeFile) -> list[tuple[str, str]]:
   """Featurizes one raw proto file into npz files in npz_dir's tree; returns [(npz path, pb_path)].
 
   Graphs measured on hardware (from ModuleTuningData / TuningData) go to `labelled_split`;
   unlabelled ones (bare modules) to the split featurize gives them ('test').
   """
   written = []
-  for graph in featurize.graphs_from_file(pb_path):
+  for graph in featurize_file(pb_path):
     split = graph.split or labelled_split
     folder = storage.join(npz_dir, str(convert.SourceGroup(graph.collection, split, ()).relative_dir))
     path = storage.join(folder, f"{graph.graph_id.replace('/', '_')}.npz")
@@ -116,14 +121,15 @@ def _write_group_manifest(keyed_shards, output_dir: str, settings: dict) -> None
 
 
 def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: Optional[str] = None,
-                   labelled_split: str = "train",
+                   featurize_file: Optional[FeaturizeFile] = None, labelled_split: str = "train",
                    configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK,
                    chunk_bytes: int = records.DEFAULT_CHUNK_BYTES,
                    shard_bytes: int = convert.DEFAULT_SHARD_BYTES) -> None:
-  """Adds the conversion of npz_dir (after featurizing input_pb_glob's files into it) to pipeline.
+  """Adds the conversion of npz_dir (after featurizing input_pb_glob's files into it with
+  `featurize_file`) to pipeline.
 
   Raises (here, before anything runs) FileNotFoundError when there is nothing to read and
-  ValueError for an unknown labelled_split; bad input files fail the pipeline's run with the
+  ValueError for an unknown labelled_split or protos without a featurize_file; bad input files fail the pipeline's run with the
   converter's or featurizer's error, which names the file.
   """
   npz_dir, output_dir = (os.path.abspath(d) if storage.is_local(d) else os.fspath(d) for d in (npz_dir, output_dir))
@@ -131,13 +137,15 @@ def add_conversion(pipeline: beam.Pipeline, npz_dir, output_dir, input_pb_glob: 
   if labelled_split not in graphs.SPLITS:
     raise ValueError(f"labelled_split {labelled_split!r} is not one of {graphs.SPLITS}")
   if input_pb_glob:
+    if featurize_file is None:
+      raise ValueError(f"{input_pb_glob}: protos to featurize, but no featurize_file to read them with")
     pb_paths = [os.path.abspath(p) if storage.is_local(p) else p for p in storage.glob(input_pb_glob)]
     if not pb_paths:
       raise FileNotFoundError(f"{input_pb_glob}: no file matches")
     start = (pipeline
              | "ListProtos" >> beam.Create(pb_paths)
              | "SpreadProtos" >> beam.Reshuffle()
-             | "Featurize" >> beam.FlatMap(featurize_to_npz, npz_dir, labelled_split)
+             | "Featurize" >> beam.FlatMap(featurize_to_npz, npz_dir, labelled_split, featurize_file)
              | "AllFeaturized" >> beam.combiners.ToList()
              | "CheckDistinct" >> beam.Map(_require_distinct_outputs))
   else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpu_graphs.data import graphs
-from tpu_graphs.data import layout_search
+from tpu_graphs.analysis import layout_search
 from tpu_graphs.train import metrics
 
 # Near least squares: on one-hot layouts the penalty only settles nodes whose layouts move
