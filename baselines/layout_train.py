@@ -28,12 +28,12 @@ first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_di
 from absl import flags
 
 from baselines import program
-from baselines import training
+from baselines import training_flags
 from tpu_graphs.models import layout_model
 
 # --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
 # this program's own; TensorFlow's stay in --helpfull.
-flags.adopt_module_key_flags(training)
+flags.adopt_module_key_flags(training_flags)
 
 _SOURCE = flags.DEFINE_enum("source", "xla", ["xla", "nlp"], "Layout collection source.")
 _SEARCH = flags.DEFINE_enum("search", "default", ["default", "random"], "Layout collection search.")
@@ -78,11 +78,11 @@ def _zero_or_negative_is_none(value: int):
 
 def main(argv):
   del argv
-  training = training.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
+  training = training_flags.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
                                       "warmup_steps": _WARMUP_STEPS})
   if "steps_per_epoch" in training:
     training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
-  model = training.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
+  model = training_flags.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                    "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
                                    "graph_norm_scale": _GRAPH_NORM_SCALE,
                                    "cross_config_attention": _CROSS_CONFIG_ATTENTION,
@@ -93,8 +93,8 @@ def main(argv):
     model["segment_size"] = max(model["segment_size"], 0)
   if "config_encodings" in model:
     model["config_encodings"] = tuple(model["config_encodings"])
-  training.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",
-                          _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}", training, model)
+  training_flags.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",
+                       _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}", training, model)
 
 
 if __name__ == "__main__":

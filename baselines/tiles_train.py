@@ -22,12 +22,12 @@ and non-chief workers write their copy under <out_dir>/workers/<index>/.
 from absl import flags
 
 from baselines import program
-from baselines import training
+from baselines import training_flags
 from tpu_graphs.models import tile_model
 
 # --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
 # this program's own; TensorFlow's stay in --helpfull.
-flags.adopt_module_key_flags(training)
+flags.adopt_module_key_flags(training_flags)
 
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/tiles", "The run directory.")
 _JOIN = flags.DEFINE_enum("join", None, tile_model.JOINS, "Where config features meet the graph.")
@@ -35,7 +35,7 @@ _JOIN = flags.DEFINE_enum("join", None, tile_model.JOINS, "Where config features
 
 def main(argv):
   del argv
-  training.train("tile:xla", "tile", _OUT_DIR.value, model=training.given({"join": _JOIN}))
+  training_flags.train("tile:xla", "tile", _OUT_DIR.value, model=training_flags.given({"join": _JOIN}))
 
 
 if __name__ == "__main__":

@@ -168,9 +168,10 @@ def result_command_problems(results_dir: pathlib.Path) -> list[str]:
 
 
 def defined_flags(program: pathlib.Path) -> set[str]:
-  """The flags `program` accepts: its own absl definitions, the shared ones of tpu_graphs (the
-  training programs' and the program edge's), and absl's own."""
-  sources = [program, *sorted((REPOSITORY / "tpu_graphs").glob("*.py"))]
+  """The flags `program` accepts: its own absl definitions, those of the baselines/ modules it
+  imports (baselines/program.py, baselines/training_flags.py), and absl's own."""
+  shared = re.findall(r"^from baselines import (\w+)", program.read_text(), flags=re.M)
+  sources = [program, *(REPOSITORY / "baselines" / f"{name}.py" for name in shared)]
   return ABSL_FLAGS | {name for source in sources for name in FLAG_DEFINITION.findall(source.read_text())}
 
 
