@@ -65,7 +65,7 @@ class Measured:
 
 
 def journal_path() -> pathlib.Path:
-  return pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  return benchmark_results.working_path(_OUT.value, ".jsonl")
 
 
 def measured_once(name: str, hops: int, epochs: int, measure) -> Measured:

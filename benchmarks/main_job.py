@@ -88,7 +88,7 @@ def plot(runs: dict[str, dict], path: pathlib.Path) -> None:
 def main(argv):
   del argv
   out = pathlib.Path(_OUT.value)
-  journal = out.with_suffix(".jsonl")
+  journal = benchmark_results.working_path(out, ".jsonl")
   done = benchmark_results.read_journal(journal)
   with tempfile.TemporaryDirectory(prefix="main_job_") as scratch:
     for repeat in range(_REPEATS.value):
@@ -119,7 +119,7 @@ def main(argv):
   lines += ["", f"Side by side / one at a time: {median['side by side'] / median['one at a time']:.2f}× the time.", "",
             "The validation table both printed:", "", *reference]
   path = benchmark_results.write("main_job", "The main job's wall time", "\n".join(lines), out)
-  plot({way: results[0] for way, results in runs.items()}, path.with_suffix(".png"))
+  plot({way: results[0] for way, results in runs.items()}, benchmark_results.working_path(path, ".png"))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ _TRAIN_FLAG = flags.DEFINE_multi_string("train_flag", [], "An extra flag for the
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("real_layout")),
-                           "Markdown table to write; the plot goes beside it (.png).")
+                           "Markdown table to write.")
 _PENALTIES = (0.01, 0.1, 1.0, 10.0)
 RECIPE = "layout recipe (this turn)"
 # Recipe variants of the ablation: (column, layout_train.py flags).
@@ -182,7 +182,7 @@ def main(argv):
     sys.exit(f"real_layout: no labelled layout files in {locations.sample_dir()}")
   repository = locations.REPOSITORY
   variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
-  results = Results(pathlib.Path(_OUT.value).with_suffix(".jsonl"))
+  results = Results(benchmark_results.working_path(_OUT.value, ".jsonl"))
   rows: list[tuple[str, dict[str, list[float]]]] = []
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
 
@@ -256,7 +256,7 @@ def main(argv):
   for name, taus in rows:
     lines.append(f"| {name} | " + " | ".join(summary(taus[r]) if taus[r] else "n/a" for r in rankers) + " |")
   out = benchmark_results.write("real_layout", "Real layout ranking", "\n".join(lines), _OUT.value)
-  plot(rows, out.with_suffix(".png"))
+  plot(rows, benchmark_results.working_path(out, ".png"))
 
 
 if __name__ == "__main__":

@@ -414,7 +414,7 @@ def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_s
 def main(argv):
   del argv
   work = pathlib.Path(_WORK_DIR.value)
-  journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  journal = benchmark_results.working_path(_OUT.value, ".jsonl")
   done = {entry["stage"]: entry for entry in benchmark_results.read_journal(journal)}
   npz_root = work / "data" / "npz"
   if done and not npz_root.is_dir():  # the journal's figures belong to a tree that is gone
