@@ -526,6 +526,23 @@ def test_checker_names_missing_link_targets_and_figures_not_in_their_file(broken
   assert link_problems(broken_guide) == []
 
 
+def test_the_readme_figures_are_refused_when_one_quotes_the_date_of_its_file(tmp_path):
+  """Each figure of the README's results table, replaced by the year in its result file's date (a
+  number that file holds), is refused: the date is not among the file's figures."""
+  readme = (REPOSITORY / "README.md").read_text()
+  table = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
+  links = [link for link in LINK.finditer(table) if "benchmarks/results/" in link.group("target")]
+  assert len(links) >= 10
+  for link in links:
+    year = re.search(r", (\d{4})-\d\d-\d\d, on ", (REPOSITORY / link.group("target")).read_text()).group(1)
+    wrong = tmp_path / "README.md"
+    wrong.write_text(readme.replace(link.group(0), f"[{year}]({REPOSITORY / link.group('target')})", 1))
+    # Written elsewhere, the README's other links resolve to nothing: only this one, given an absolute
+    # target, is checked as a figure.
+    figures = [problem.split(": ", 1)[1] for problem in link_problems(wrong) if ": figure " in problem]
+    assert figures == [f"figure '{year}' is not in {pathlib.Path(link.group('target')).name}"]
+
+
 def _figure_problems(tmp_path, document_text: str) -> list[str]:
   """link_problems of a document in `tmp_path` whose links reach SERVE_RESULT as results/serve.md."""
   (tmp_path / "results").mkdir(exist_ok=True)
