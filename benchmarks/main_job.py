@@ -8,8 +8,9 @@ its default (one collection per core, each in its own process), each time in a f
 directory, and times the whole command as a user would. Both ways must print the same
 validation table: the collections are independent, seeded runs, so running them side by side may
 change the time, never the figures; a difference is reported in the table. Each finished run is
-appended to <out>.jsonl, and a rerun after a kill goes on from there. Writes the times, their
-ratio and when each collection started and finished (plotted beside the file).
+appended to a journal (out/benchmarks/<--out's name>.jsonl), and a rerun after a kill goes on from
+there. Writes the times and their ratio to --out, and when each collection started and finished
+as a plot beside the journal.
 """
 
 import os

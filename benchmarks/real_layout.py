@@ -21,9 +21,10 @@ categories and costs), so each encoding's share shows. Ridge penalties are chose
 quarter. The cross-program row trains on one file's
 train half (selecting on its valid quarter) and ranks every config of another file.
 
-Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
-plot beside it. Each ranker's tau on a file and seed is appended to a .jsonl beside --out as soon as
-it is known, and a rerun after a kill measures only what is missing (delete it to measure anew).
+Writes a Markdown table with the machine, date, command and commit to --out (and prints it), and a
+bar plot beside its journal (out/benchmarks/<--out's name>.png). Each ranker's tau on a file and
+seed is appended to that journal (.jsonl) as soon as it is known, and a rerun after a kill measures
+only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, floa
 
 
 class Results:
-  """The taus of (file, seed, ranker), each measured once: restored from the .jsonl or measured and
+  """The taus of (file, seed, ranker), each measured once: restored from the journal or measured and
   appended to it as soon as it is known (a ranker's run can take minutes)."""
 
   def __init__(self, path: pathlib.Path):

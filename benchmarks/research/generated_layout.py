@@ -17,9 +17,10 @@ The previous default is the main job of --previous_commit (checked out into a te
 run on the same generated tree, its layout runs scored the same way: the bar a change of the
 recipe must not fall below is then measured on today's data, not quoted from an older generator.
 
-Writes a Markdown table with the machine, date and command to --out (and prints it) and a bar plot
-beside it. Each (collection, variant)'s result is appended to a .jsonl beside --out as soon as it
-is known, and a rerun after a kill trains only what is missing (delete it to measure anew).
+Writes a Markdown table with the machine, date, command and commit to --out (and prints it) and a
+bar plot beside its journal (out/benchmarks/<--out's name>.png). Each (collection, variant)'s result
+is appended to that journal (.jsonl) as soon as it is known, and a rerun after a kill trains only
+what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations

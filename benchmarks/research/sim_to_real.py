@@ -34,9 +34,9 @@ layout_search.additive_effects), whether the ranker orders them as measured
 order scores +1 or -1 by chance), and how much of its order comes from groups whose layouts
 change nothing.
 
-Writes the tables with the machine, date and command to --out (and prints them). Each
-ranker's scores are appended to a .jsonl beside --out as soon as they are known, and a rerun
-after a kill trains only what is missing (delete it to measure anew).
+Writes the tables with the machine, date, command and commit to --out (and prints them). Each
+ranker's scores are appended to a journal (out/benchmarks/<--out's name>.jsonl) as soon as they
+are known, and a rerun after a kill trains only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
