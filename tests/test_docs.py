@@ -257,9 +257,12 @@ def link_problems(document: pathlib.Path) -> list[str]:
 
 def result_command_problems(results_dir: pathlib.Path) -> list[str]:
   """One line per `Command:` of a benchmark result file that names an absolute path or a benchmark
-  script the repository does not have, and per result file without a command or a commit."""
+  script the repository does not have, and per result file without its date and machine, a command
+  or a commit."""
   problems = []
   for path in sorted(results_dir.glob("*.md")):
+    if not re.match(r".*, \d{4}-\d\d-\d\d, on .*\d+ cores", path.read_text()):
+      problems.append(f"{_shown(path)}: no first line naming the date and the machine")
     commands = re.findall(r"^Command: `([^`]*)`", path.read_text(), flags=re.MULTILINE)
     if not commands:
       problems.append(f"{_shown(path)}: no `Command:` line naming how it was produced")
@@ -355,6 +358,12 @@ def test_every_command_calls_an_existing_program_with_flags_it_defines(document)
 
 def test_every_result_file_names_its_command_relative_to_the_repository_and_its_commit():
   assert result_command_problems(REPOSITORY / "benchmarks" / "results") == []
+
+
+def test_results_hold_only_the_quoted_tables_few_enough_to_read():
+  """Journals and plots go to out/benchmarks/; what stays is what the docs quote (benchmarks.md)."""
+  files = sorted(path.name for path in (REPOSITORY / "benchmarks" / "results").iterdir())
+  assert len(files) <= 30 and all(name.endswith(".md") for name in files), files
 
 
 def test_readme_figures_each_link_to_the_result_file_they_come_from():
@@ -579,14 +588,18 @@ def test_a_figure_must_stand_where_its_measure_is_named(tmp_path):
 
 
 def test_checker_names_result_files_with_absolute_paths_or_no_command_or_commit(tmp_path):
-  (tmp_path / "serve.md").write_text("Serving.\nCommand: `python benchmarks/serve.py --out /tmp/serve.md`\n"
+  (tmp_path / "serve.md").write_text("Serving, 2026-12-01, on Linux x86_64, 2 cores.\n"
+                                     "Command: `python benchmarks/serve.py --out /tmp/serve.md`\n"
                                      "Commit: 0123456789abcdef0123456789abcdef01234567\n")
-  (tmp_path / "convert.md").write_text("Converting.\nCommand: `python benchmarks/convert.py --out=out/c.md`\n"
+  (tmp_path / "convert.md").write_text("Converting, 2026-12-01, on Linux x86_64, 16 cores.\n"
+                                       "Command: `python benchmarks/convert.py --out=out/c.md`\n"
                                        "Commit: 0123456 with uncommitted changes\n")
-  (tmp_path / "research.md").write_text("Research.\nCommand: `python benchmarks/research/sim_to_real.py`\n"
+  (tmp_path / "research.md").write_text("Research, 2026-12-01, on Linux x86_64, 2 cores.\n"
+                                        "Command: `python benchmarks/research/sim_to_real.py`\n"
                                         "Commit: 0123456 (the commit that recorded this result)\n")
   (tmp_path / "old.md").write_text("A table without its command.\n")
   assert result_command_problems(tmp_path) == [
+      f"{tmp_path / 'old.md'}: no first line naming the date and the machine",
       f"{tmp_path / 'old.md'}: no `Command:` line naming how it was produced",
       f"{tmp_path / 'old.md'}: no `Commit:` line naming the commit it measured",
       f"{tmp_path / 'serve.md'}: command 'python benchmarks/serve.py --out /tmp/serve.md' names an absolute path; "
