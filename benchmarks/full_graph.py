@@ -17,8 +17,8 @@ With --nlp, the sample's 21,918-op nlp default file (a test file: no runtimes) r
 256 configs, one scoring chunk) carry placeholder runtimes (config index + 1), so no ranking figure
 is reported for it.
 
-Each run's figures are appended to a .jsonl beside --out as soon as they are known; a rerun after
-a kill measures only the runs missing there (delete it to measure anew).
+Each run's figures are appended to a journal (out/benchmarks/<--out's name>.jsonl) as soon as they
+are known; a rerun after a kill measures only the runs missing there (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Measured:
 
 
 def journal_path() -> pathlib.Path:
-  return pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  return benchmark_results.working_path(_OUT.value, ".jsonl")
 
 
 def measured_once(name: str, hops: int, epochs: int, measure) -> Measured:

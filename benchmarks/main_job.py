@@ -8,8 +8,9 @@ its default (one collection per core, each in its own process), each time in a f
 directory, and times the whole command as a user would. Both ways must print the same
 validation table: the collections are independent, seeded runs, so running them side by side may
 change the time, never the figures; a difference is reported in the table. Each finished run is
-appended to <out>.jsonl, and a rerun after a kill goes on from there. Writes the times, their
-ratio and when each collection started and finished (plotted beside the file).
+appended to a journal (out/benchmarks/<--out's name>.jsonl), and a rerun after a kill goes on from
+there. Writes the times and their ratio to --out, and when each collection started and finished
+as a plot beside the journal.
 """
 
 import os
@@ -88,7 +89,7 @@ def plot(runs: dict[str, dict], path: pathlib.Path) -> None:
 def main(argv):
   del argv
   out = pathlib.Path(_OUT.value)
-  journal = out.with_suffix(".jsonl")
+  journal = benchmark_results.working_path(out, ".jsonl")
   done = benchmark_results.read_journal(journal)
   with tempfile.TemporaryDirectory(prefix="main_job_") as scratch:
     for repeat in range(_REPEATS.value):
@@ -119,7 +120,7 @@ def main(argv):
   lines += ["", f"Side by side / one at a time: {median['side by side'] / median['one at a time']:.2f}× the time.", "",
             "The validation table both printed:", "", *reference]
   path = benchmark_results.write("main_job", "The main job's wall time", "\n".join(lines), out)
-  plot({way: results[0] for way, results in runs.items()}, path.with_suffix(".png"))
+  plot({way: results[0] for way, results in runs.items()}, benchmark_results.working_path(path, ".png"))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ categories and costs), so each encoding's share shows. Ridge penalties are chose
 quarter. The cross-program row trains on one file's
 train half (selecting on its valid quarter) and ranks every config of another file.
 
-Writes a Markdown table with the machine, date and command to --out (and prints it), and a bar
-plot beside it. Each ranker's tau on a file and seed is appended to a .jsonl beside --out as soon as
-it is known, and a rerun after a kill measures only what is missing (delete it to measure anew).
+Writes a Markdown table with the machine, date, command and commit to --out (and prints it), and a
+bar plot beside its journal (out/benchmarks/<--out's name>.png). Each ranker's tau on a file and
+seed is appended to that journal (.jsonl) as soon as it is known, and a rerun after a kill measures
+only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ _TRAIN_FLAG = flags.DEFINE_multi_string("train_flag", [], "An extra flag for the
 _ABLATION = flags.DEFINE_bool("ablation", False, "Also train the recipe with fewer config encodings (raw layout "
                                "values; categories; categories and costs) to measure each encoding.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("real_layout")),
-                           "Markdown table to write; the plot goes beside it (.png).")
+                           "Markdown table to write.")
 _PENALTIES = (0.01, 0.1, 1.0, 10.0)
 RECIPE = "layout recipe (this turn)"
 # Recipe variants of the ablation: (column, layout_train.py flags).
@@ -124,7 +125,7 @@ def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, floa
 
 
 class Results:
-  """The taus of (file, seed, ranker), each measured once: restored from the .jsonl or measured and
+  """The taus of (file, seed, ranker), each measured once: restored from the journal or measured and
   appended to it as soon as it is known (a ranker's run can take minutes)."""
 
   def __init__(self, path: pathlib.Path):
@@ -182,7 +183,7 @@ def main(argv):
     sys.exit(f"real_layout: no labelled layout files in {locations.sample_dir()}")
   repository = locations.REPOSITORY
   variants = [(RECIPE, [])] + (list(ABLATION) if _ABLATION.value else [])
-  results = Results(pathlib.Path(_OUT.value).with_suffix(".jsonl"))
+  results = Results(benchmark_results.working_path(_OUT.value, ".jsonl"))
   rows: list[tuple[str, dict[str, list[float]]]] = []
   seconds: dict[str, list[float]] = {"recipe": [], "previous": []}
 
@@ -256,7 +257,7 @@ def main(argv):
   for name, taus in rows:
     lines.append(f"| {name} | " + " | ".join(summary(taus[r]) if taus[r] else "n/a" for r in rankers) + " |")
   out = benchmark_results.write("real_layout", "Real layout ranking", "\n".join(lines), _OUT.value)
-  plot(rows, out.with_suffix(".png"))
+  plot(rows, benchmark_results.working_path(out, ".png"))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,7 @@ counts. Then it runs the release path's programs on it, each in its own process,
 convert.py (the whole tree), tiles_train.py and layout_train.py with the recipe for --data_root (one
 epoch each; layout epochs cut to --steps_per_epoch steps), evaluate.py on each run's valid split,
 and combine_csvs.py. Per stage it measures wall and CPU seconds, the peak RSS of the stage's
-process and the bytes the stage left on disk. At the defaults it runs about 20 minutes on a busy
-2-core machine.
+process and the bytes the stage left on disk.
 
 Extrapolation to the release (the table's "release" columns) uses one stated work unit per
 collection: the sum over its files of configs x graph size, where graph size is the configurable
@@ -25,14 +24,15 @@ work is its file counts (RELEASE_FILES) times the mean work of the real sample's
 collection (../shared/tpugraphs_sample). Each process's start (the quickest stage's CPU time)
 stays as measured; conversion and disk grow linearly with that work; scoring (validation passes,
 evaluate.py, test predictions) is counted at the scoring rates this project measured on real
-graphs (LAYOUT_SCORING_RATES, TILE_SCORING_RATE), since on the scaled tree it is lost in each
-process's fixed costs; a training run's steps grow with the recipe's epochs and steps and the graphs' sizes (for
-tile with the training file count too): see extrapolate(). Figures are CPU seconds, which the
+graphs, read at run time from the result files of the benchmarks that measured them
+(scoring_rates()), since on the scaled tree it is lost in each process's fixed costs; a training
+run's steps grow with the recipe's epochs and steps and the graphs' sizes (for tile with the
+training file count too): see extrapolate(). Figures are CPU seconds, which the
 load of a shared machine changes far less than wall seconds. Peak memory is quoted as measured:
 it follows the largest graph times the configs scored per chunk, not the dataset's size.
-Stages are journaled (<out>.jsonl): a rerun after a kill measures only the missing ones, and one
-after a finished run only rewrites the report (delete the journal to measure anew; a journal
-whose --work_dir tree is gone is started anew).
+Stages are journaled (out/benchmarks/<out's name>.jsonl): a rerun after a kill measures only the
+missing ones, and one after a finished run only rewrites the report (delete the journal to measure
+anew; a journal whose --work_dir tree is gone is started anew).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from absl import flags
 from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
 from benchmarks import benchmark_results
-from tpu_graphs.data import graphs, locations, npz, statistics
+from tpu_graphs.data import errors, graphs, locations, npz, statistics
 from tpu_graphs.synth import generate, zoo
 from tpu_graphs.train import experiments
 
@@ -89,13 +89,12 @@ PROGRAMS = {"xla": ("mobilenet_v3_small", "mobilenet", "resnet50"), "nlp": ("tra
 # steps, the epoch's seconds (the first step's tracing included) and the time per later step.
 _KERAS_EPOCH = re.compile(r"(\d+)/\1 \[=+\] - \d+s (\d+)(s|ms|us)/step")
 _SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
-# Scoring rates measured on real release graphs with models of the recipe's size, wall seconds on an
-# idle 2-core machine: (configurable nodes, configs/s) of unet_3d.4x4.bf16 (layout:xla) and of the
-# nlp test graph (benchmarks/results/train_layout_score.md); warm tile configs/s
-# (benchmarks/results/serve.md). A layout graph's seconds per config are taken as linear in its
-# configurable nodes through the two layout points.
-LAYOUT_SCORING_RATES = ((62, 150), (848, 46))
-TILE_SCORING_RATE = 21267
+# The result files holding the scoring rates measured on real release graphs with models of the
+# recipe's size: configs/s per real layout graph (benchmarks/train_layout.py --parts=score) and warm
+# tile configs/s through the SavedModel (benchmarks/serve.py).
+LAYOUT_SCORING_RESULT = benchmark_results.RESULTS_DIR / "train_layout_score.md"
+TILE_SCORING_RESULT = benchmark_results.RESULTS_DIR / "serve.md"
+TILE_SCORING_MEASURE = "tile: warm configs/s"
 STAGE_COLUMNS = ("stage", "wall s", "CPU s", "peak RSS GB", "disk MB", "release: CPU-hours", "release: disk GB")
 
 
@@ -108,6 +107,54 @@ class FileSize:
   @property
   def work(self) -> int:
     return self.graph_size * self.configs
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoringRates:
+  """Scoring speeds read from other benchmarks' result files (wall seconds on their machine).
+
+  layout: (configurable nodes, configs/s) per real layout graph, fewest nodes first; a graph's
+    seconds per config are taken as linear in its configurable nodes through the first and last.
+  tile: warm tile configs/s.
+  peak: the largest peak RSS the layout scoring measured, with its graph, as that file words it.
+  sources: each file read, with the commit it names.
+  """
+  layout: tuple[tuple[int, float], ...]
+  tile: float
+  peak: str
+  sources: tuple[str, ...]
+
+  def layout_seconds_per_config(self, configurable_nodes: float) -> float:
+    (small, small_rate), (large, large_rate) = self.layout[0], self.layout[-1]
+    return 1 / small_rate + (configurable_nodes - small) * (1 / large_rate - 1 / small_rate) / (large - small)
+
+
+def _number(cell: str) -> float:
+  return float(cell.replace(",", "").split()[0])
+
+
+def scoring_rates(layout_result=LAYOUT_SCORING_RESULT, tile_result=TILE_SCORING_RESULT) -> ScoringRates:
+  """The scoring rates as the two result files record them; a layout graph's configurable nodes
+  are read from its file in the real sample. InputError naming the file where a figure is missing."""
+  layout_rows = [row for row in benchmark_results.table_rows(layout_result) if "graph" in row and "configs/s" in row]
+  layout = []
+  for row in layout_rows:
+    found = sorted(locations.sample_path("npz").rglob(f"{row['graph']}.npz"))
+    if not found:
+      raise errors.InputError(f"{layout_result}: graph {row['graph']} is not in the real sample "
+                              f"({locations.sample_dir()})")
+    layout.append((int(npz.read_graph(found[0], stream_configs=True).node_config_ids.size),
+                   _number(row["configs/s"])))
+  if len({nodes for nodes, _ in layout}) < 2:
+    raise errors.InputError(f"{layout_result}: no two layout graphs of different sizes with their configs/s")
+  tile = [row["value"] for row in benchmark_results.table_rows(tile_result) if row.get("measure") == TILE_SCORING_MEASURE]
+  if not tile:
+    raise errors.InputError(f"{tile_result}: no row '{TILE_SCORING_MEASURE}'")
+  largest = max(layout_rows, key=lambda row: _number(row["peak RSS"]))
+  return ScoringRates(
+      tuple(sorted(layout)), _number(tile[0]), f"{largest['peak RSS']} on the {largest['ops']}-op graph {largest['graph']}",
+      tuple(f"`{path.name}` at {benchmark_results.recorded_commit(path).split(' (')[0]}"
+            for path in map(pathlib.Path, (layout_result, tile_result))))
 
 
 def file_size(path) -> FileSize:
@@ -278,19 +325,19 @@ def release_configs(sizes, collection: str, split: str) -> float:
   return RELEASE_FILES[collection][split] * float(np.mean([s.configs for s in pool]))
 
 
-def release_scoring_cpu_seconds(sizes, collection: str, split: str) -> float:
+def release_scoring_cpu_seconds(sizes, rates: ScoringRates, collection: str, split: str) -> float:
   """CPU seconds to score every config of the release's split once, at the measured scoring rates
   (wall seconds on an idle 2-core machine, counted as both cores busy)."""
   if collection == "tile:xla":
-    seconds_per_config = 1 / TILE_SCORING_RATE
+    seconds_per_config = 1 / rates.tile
   else:
-    (small, small_rate), (large, large_rate) = LAYOUT_SCORING_RATES
     size = np.mean([s.graph_size for s in sizes[collection]["test" if split == "test" else "labelled"]])
-    seconds_per_config = 1 / small_rate + (size - small) * (1 / large_rate - 1 / small_rate) / (large - small)
+    seconds_per_config = rates.layout_seconds_per_config(size)
   return 2 * release_configs(sizes, collection, split) * seconds_per_config
 
 
-def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.Path, sizes) -> None:
+def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.Path, sizes,
+                rates: ScoringRates) -> None:
   """Adds to each stage's result its release estimates: release_cpu_hours and release_gb.
 
   Every process pays a start (Python, TensorFlow, reading its inputs' headers) that does not grow
@@ -315,7 +362,7 @@ def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.
       estimate = start + (cpu - start) * total
     elif stage == "evaluate":
       disk_factor = release[collection]["valid"] / scaled[collection]["valid"]
-      estimate = cpu + release_scoring_cpu_seconds(sizes, collection, "valid")
+      estimate = cpu + release_scoring_cpu_seconds(sizes, rates, collection, "valid")
     elif stage == "train":
       steps = result["steps_seconds"] * cpu / result["seconds"]  # the run's CPU share
       fixed = max(0.0, cpu - steps)
@@ -331,8 +378,8 @@ def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.
         step_factor = size_factor * recipe["steps_per_epoch"] / _STEPS.value
       conversion = (convert_cpu_per_work * (sum(release[collection].values()) - sum(scaled[collection].values())))
       estimate = (fixed + conversion + recipe["epochs"] * steps * step_factor
-                  + (recipe["epochs"] + 1) * release_scoring_cpu_seconds(sizes, collection, "valid")
-                  + release_scoring_cpu_seconds(sizes, collection, "test"))
+                  + (recipe["epochs"] + 1) * release_scoring_cpu_seconds(sizes, rates, collection, "valid")
+                  + release_scoring_cpu_seconds(sizes, rates, collection, "test"))
       # Its records grow with the work; its model, checkpoints and export do not.
       run_dir = run_directory(work, collection)
       records = directory_bytes(run_dir / "records") + directory_bytes(run_dir / "dedup")
@@ -344,7 +391,8 @@ def extrapolate(results: list[dict], scaled: dict, release: dict, work: pathlib.
     result["release_gb"] = result["bytes"] * disk_factor / 1e9
 
 
-def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_seconds: float) -> str:
+def report(results, scaled, release, npz_root: pathlib.Path, sizes, rates: ScoringRates,
+           generation_seconds: float) -> str:
   tree = statistics.format_table(statistics.directory_statistics(npz_root))
   rows = [[r["stage"], f"{r['seconds']:.0f}", f"{r['cpu_seconds']:.0f}", f"{r['peak_gb']:.2f}",
            f"{r['bytes'] / 1e6:.1f}", f"{r['release_cpu_hours']:.1f}", f"{r['release_gb']:.1f}"] for r in results]
@@ -374,11 +422,11 @@ def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_s
       f"process's start (the quickest stage's CPU time) as measured; conversion and disk linear in Σ configs × "
       f"graph size (configurable nodes for layout, nodes for tile; of a training run's disk only its records and "
       f"deduplicated configs grow); scoring (validation, evaluation, test "
-      f"predictions) at the scoring rates measured on real graphs (`train_layout_score.md`: "
-      f"{LAYOUT_SCORING_RATES[0][1]} configs/s on a layout:xla graph of {LAYOUT_SCORING_RATES[0][0]} configurable "
-      f"nodes, {LAYOUT_SCORING_RATES[1][1]} on the layout:nlp graph of {LAYOUT_SCORING_RATES[1][0]}, seconds per "
-      f"config linear in between; `serve.md`: {TILE_SCORING_RATE:,} tile configs/s; wall seconds on 2 idle "
-      f"cores, counted as CPU seconds of both) for the release's config counts; "
+      f"predictions) at the scoring rates measured on real graphs, read from their result files ("
+      f"{' and '.join(rates.sources)}): "
+      + ", ".join(f"{rate:g} configs/s on a layout graph of {nodes} configurable nodes" for nodes, rate in rates.layout)
+      + f", seconds per config linear in between; {rates.tile:,.0f} tile configs/s; wall seconds on the cores of "
+      f"their machine, counted as CPU seconds of two) for the release's config counts; "
       f"a training run's steps as the recipe's epochs ({experiments.TILE_TRAINING['epochs']} tile, "
       f"{experiments.LAYOUT_TRAINING['epochs']} layout) × the measured steps' CPU time (Keras's steps × time per "
       f"step after the first, the run's CPU share of it), grown with graph size (tile: and with the training "
@@ -394,7 +442,7 @@ def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_s
       f"quickstart.py runs them side by side (--parallel, one per core): more cores divide the hours, up to the "
       f"longest single run. The largest process peaked at {peak:.2f} GB here; peak memory grows with the "
       f"largest graph (configs scored per chunk × its nodes), not with the file count, so it is quoted as "
-      f"measured; the scoring benchmark's processes peaked at 0.88 GB on the 21,918-op nlp graph.", "",
+      f"measured; the scoring benchmark's processes peaked at {rates.peak}.", "",
       "Work (Σ configs × graph size) of the scaled tree and of the release, and the factor between them:", "",
       statistics.markdown_table(("collection", "scaled tree", "release (estimated)", "factor",
                                  "release configs train / valid / test"), work_rows), "",
@@ -414,7 +462,7 @@ def report(results, scaled, release, npz_root: pathlib.Path, sizes, generation_s
 def main(argv):
   del argv
   work = pathlib.Path(_WORK_DIR.value)
-  journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  journal = benchmark_results.working_path(_OUT.value, ".jsonl")
   done = {entry["stage"]: entry for entry in benchmark_results.read_journal(journal)}
   npz_root = work / "data" / "npz"
   if done and not npz_root.is_dir():  # the journal's figures belong to a tree that is gone
@@ -423,7 +471,7 @@ def main(argv):
     done = {}
   if not done:
     shutil.rmtree(work, ignore_errors=True)
-  sizes = sample_sizes()
+  sizes, rates = sample_sizes(), scoring_rates()
   if "generate" not in done:
     started = time.perf_counter()
     generate_tree(work / "data", sizes)
@@ -437,9 +485,10 @@ def main(argv):
       benchmark_results.append_to_journal(journal, done[name])
     results.append(done[name])
   scaled, release = tree_work(npz_root), release_work(sizes)
-  extrapolate(results, scaled, release, work, sizes)
+  extrapolate(results, scaled, release, work, sizes, rates)
   benchmark_results.write("release_scale", "The real-release path: disk, memory and hours per stage",
-                          report(results, scaled, release, npz_root, sizes, done["generate"]["seconds"]), _OUT.value)
+                          report(results, scaled, release, npz_root, sizes, rates, done["generate"]["seconds"]),
+                          _OUT.value)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,17 @@
 """The README and the guides in docs/ cannot rot: every shell block in them is either run here or
 says why not, every program a block calls exists and defines the flags it is given (skipped blocks
 included), every relative link resolves, every figure quoted from a benchmark result file is in
-that file as written, and every result file names its command with repository-relative paths.
+that file as written on a line that names its measure, and every result file names its command
+with repository-relative paths and the commit it measured.
+
+A figure is a link whose text holds a digit, to a result file (`benchmarks/results/*.md`):
+`[0.832 ± 0.012](benchmarks/results/real_layout_lanes.md)`. It must stand, whole (not inside a
+larger number or a date), on one line of that file's figures (its header lines, which hold the
+date, machine, load, command and commit, do not count) that also holds a word of the figure's
+measure as the document words it (the table row's first cell, the column's header and the cell's
+own words; in prose, the sentence around the link), a word that singles lines out: one found on at
+most half of the file's lines. So `[5.68 s]` in a row "serving ... warm SavedModel call" must come
+from the line of serve.md that holds both "5.68 s" and "warm", not from anywhere in the file.
 
 A shell block (```sh, ```bash, ```shell, ```console) must follow a marker line, blank lines apart:
 
@@ -48,6 +58,12 @@ ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "verbosity
 UNTAGGED_COMMAND = re.compile(r"\s*(\$ |\.venv/|python3? |bazel |scripts/|cd |export )")
 # An absolute path in a command: at its start, after a space, `=` or `,`.
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s=,])/\S*")
+# Words that name no measure, whatever the file.
+FUNCTION_WORDS = {"the", "a", "an", "of", "on", "in", "to", "and", "or", "per", "at", "by", "its", "it", "is", "as",
+                  "for", "with", "from", "that", "this", "these", "than", "be", "are", "was", "each", "all", "one",
+                  "two", "both", "not", "no", "into", "over", "here", "there", "which", "what", "where", "when"}
+# A result file's header lines: the title line (with date, machine and load), its command and its commit.
+HEADER_LINE = re.compile(r"^(Command|Commit): ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,13 +142,99 @@ def marker_problems(document: pathlib.Path) -> list[str]:
   return problems
 
 
+def measure_words(text: str) -> set[str]:
+  """The words of `text` that can name a measure, lower case, a plural's final s dropped (not ss); no
+  numbers (figures are matched on their own), single letters (units) or function words."""
+  return {word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word for word in re.findall(r"[a-z0-9]+", text.lower())
+          if not word.isdigit() and len(word) > 1 and word not in FUNCTION_WORDS}
+
+
+def _without_figures(text: str) -> str:
+  """`text` with every link reduced to its text (a target's path names no measure), and links
+  whose text holds a digit (figures) left out."""
+  return LINK.sub(lambda link: "" if re.search(r"\d", link.group("text")) else link.group("text"), text)
+
+
+def _table_cell_context(lines: list[str], number: int, start: int) -> str:
+  """For a link at column `start` of table row `lines[number]`: the row's first cell, the header
+  cell of the link's column and the link's own cell."""
+  cells = lines[number].strip().strip("|").split("|")
+  column = lines[number][:start].strip().lstrip("|").count("|")
+  top = number
+  while top > 0 and lines[top - 1].lstrip().startswith("|"):
+    top -= 1
+  header = lines[top].strip().strip("|").split("|")
+  return " ".join([cells[0], header[column] if column < len(header) else "", cells[min(column, len(cells) - 1)]])
+
+
+def _sentence_context(lines: list[str], number: int, start: int) -> str:
+  """For a link at column `start` of prose line `lines[number]`: the sentence it stands in, within
+  its paragraph."""
+  first, last = number, number
+  while first > 0 and lines[first - 1].strip() and not lines[first - 1].lstrip().startswith(("|", "#")):
+    first -= 1
+  while last + 1 < len(lines) and lines[last + 1].strip() and not lines[last + 1].lstrip().startswith(("|", "#")):
+    last += 1
+  before = " ".join(lines[first:number] + [lines[number][:start]])
+  after = " ".join([lines[number][start:]] + lines[number + 1:last + 1])
+  ends = re.compile(r"(?<=[a-z)\]`*])[.;:] ")
+  return ends.split(before)[-1] + " " + ends.split(after, maxsplit=1)[0]
+
+
+def _is_separator(line: str) -> bool:
+  return line.lstrip().startswith("|") and set(line.strip()) <= set("|-: ")
+
+
+def figure_entries(result: pathlib.Path) -> tuple[list[tuple[str, str]], list[str]]:
+  """A result file's figures as (text, what names it): each table cell with its row, its column's
+  header and the table's caption (the line above the table), and each prose line by itself; header
+  lines (title with date, machine and load; command; commit) are left out. Also the lines those
+  come from, to tell which words single lines out."""
+  lines = result.read_text().splitlines()
+  kept = [line for index, line in enumerate(lines) if line.strip() and not HEADER_LINE.match(line)
+          and not (index + 1 < len(lines) and lines[index + 1].startswith("Command: ")) and not _is_separator(line)]
+  entries, header, caption = [], None, ""
+  for line in kept:
+    if not line.lstrip().startswith("|"):
+      entries.append((line, line))
+      header, caption = None, line
+    elif header is None:
+      header = line.strip().strip("|").split("|")
+    else:
+      cells = line.strip().strip("|").split("|")
+      entries += [(cell, f"{caption} {header[column] if column < len(header) else ''} {line}")
+                  for column, cell in enumerate(cells)]
+  return entries, kept
+
+
+def figure_problem(figure: str, context: str, result: pathlib.Path) -> str | None:
+  """Why `figure` (a link's text) with `context` (the words around it in the document) is not quoted
+  from `result`, or None when one of the result file's figures (figure_entries) holds it whole and
+  is named by a word of the context that singles lines out (found on at most half of them)."""
+  figure = figure.strip("`* ")
+  entries, lines = figure_entries(result)
+  whole = re.compile(r"(?<![\w.+-])" + re.escape(figure) + r"(?![\w]|[.,]\d)")
+  holding = [naming for text, naming in entries if whole.search(text)]
+  if not holding:
+    return f"figure {figure!r} is not in {result.name}"
+  line_words = [measure_words(line) for line in lines]
+  singling = {word for word in measure_words(context)
+              if 2 * sum(word in words for words in line_words) <= max(len(lines), 2)}
+  if not any(singling & measure_words(naming) for naming in holding):
+    return (f"figure {figure!r} is in {result.name}, but not where a word of its measure names it "
+            f"({', '.join(sorted(measure_words(context))) or 'no words'})")
+  return None
+
+
 def link_problems(document: pathlib.Path) -> list[str]:
   """One line per relative link or image of `document` whose file or folder does not exist, and per
-  figure linked to a benchmark result file (link text with a digit) that the file does not hold."""
+  figure linked to a benchmark result file (link text with a digit) that the file does not hold on
+  a line naming its measure (figure_problem)."""
   text = document.read_text()
   inside_code = _code_blocks(text)[1]
+  lines = text.splitlines()
   problems = []
-  for number, line in enumerate(text.splitlines()):
+  for number, line in enumerate(lines):
     if number in inside_code:
       continue
     for link in LINK.finditer(line):
@@ -144,21 +246,30 @@ def link_problems(document: pathlib.Path) -> list[str]:
       if not path.exists():
         problems.append(f"{where}: link to {target}, which does not exist")
       elif (path.parent.name == "results" and path.suffix == ".md" and re.search(r"\d", link.group("text"))
-            and link.group("text").strip("`* ") not in path.read_text()):
-        problems.append(f"{where}: figure {link.group('text')!r} is not in {target}")
+            and not re.fullmatch(r"`?[\w./-]+\.(md|png)`?", link.group("text"))):  # a figure, not a file's name
+        in_table = line.lstrip().startswith("|")
+        context = (_table_cell_context if in_table else _sentence_context)(lines, number, link.start())
+        problem = figure_problem(link.group("text"), _without_figures(context), path)
+        if problem:
+          problems.append(f"{where}: {problem}")
   return problems
 
 
 def result_command_problems(results_dir: pathlib.Path) -> list[str]:
   """One line per `Command:` of a benchmark result file that names an absolute path or a benchmark
-  script the repository does not have, and per result file without a command."""
+  script the repository does not have, and per result file without its date and machine, a command
+  or a commit."""
   problems = []
   for path in sorted(results_dir.glob("*.md")):
+    if not re.match(r".*, \d{4}-\d\d-\d\d, on .*\d+ cores", path.read_text()):
+      problems.append(f"{_shown(path)}: no first line naming the date and the machine")
     commands = re.findall(r"^Command: `([^`]*)`", path.read_text(), flags=re.MULTILINE)
     if not commands:
       problems.append(f"{_shown(path)}: no `Command:` line naming how it was produced")
+    if not re.search(r"^Commit: [0-9a-f]{7,40}\b", path.read_text(), flags=re.MULTILINE):
+      problems.append(f"{_shown(path)}: no `Commit:` line naming the commit it measured")
     for command in commands:
-      script = re.match(r"python (benchmarks/\w+\.py)", command)
+      script = re.match(r"python (benchmarks/(?:research/)?\w+\.py)", command)
       if not script or not (REPOSITORY / script.group(1)).is_file():
         problems.append(f"{_shown(path)}: command {command!r} names no benchmark script of the repository")
       if ABSOLUTE_PATH.search(command):
@@ -168,11 +279,15 @@ def result_command_problems(results_dir: pathlib.Path) -> list[str]:
 
 
 def defined_flags(program: pathlib.Path) -> set[str]:
-  """The flags `program` accepts: its own absl definitions, those of the baselines/ modules it
-  imports (baselines/program.py, baselines/training_flags.py), and absl's own."""
-  shared = re.findall(r"^from baselines import (\w+)", program.read_text(), flags=re.M)
-  sources = [program, *(REPOSITORY / "baselines" / f"{name}.py" for name in shared)]
-  return ABSL_FLAGS | {name for source in sources for name in FLAG_DEFINITION.findall(source.read_text())}
+  """The flags `program` accepts: its own absl definitions, those of the shared modules of
+  baselines/ it imports (`from baselines import training_flags`: the training programs' flags), and
+  absl's own."""
+  text = program.read_text()
+  shared = [REPOSITORY / "baselines" / f"{name}.py"
+            for names in re.findall(r"^from baselines import ([\w, ]+)", text, flags=re.MULTILINE)
+            for name in re.findall(r"\w+", names)]
+  sources = [text, *(path.read_text() for path in shared if path.is_file())]
+  return ABSL_FLAGS | {name for source in sources for name in FLAG_DEFINITION.findall(source)}
 
 
 def flag_problems(document: pathlib.Path) -> list[str]:
@@ -241,8 +356,14 @@ def test_every_command_calls_an_existing_program_with_flags_it_defines(document)
   assert flag_problems(document) == []
 
 
-def test_every_result_file_names_its_command_relative_to_the_repository():
+def test_every_result_file_names_its_command_relative_to_the_repository_and_its_commit():
   assert result_command_problems(REPOSITORY / "benchmarks" / "results") == []
+
+
+def test_results_hold_only_the_quoted_tables_few_enough_to_read():
+  """Journals and plots go to out/benchmarks/; what stays is what the docs quote (benchmarks.md)."""
+  files = sorted(path.name for path in (REPOSITORY / "benchmarks" / "results").iterdir())
+  assert len(files) <= 30 and all(name.endswith(".md") for name in files), files
 
 
 def test_readme_figures_each_link_to_the_result_file_they_come_from():
@@ -325,7 +446,7 @@ echo a skip without a reason
 ```
 
 [here](missing.md), [a folder](.), [the web](https://example.com), [an anchor](#a-guide),
-and [0.999](benchmarks/results/serve.md).
+and a warm call takes [0.999](benchmarks/results/serve.md).
 
 ```python
 print("[in code](not/a/link.md)")
@@ -333,10 +454,24 @@ print("[in code](not/a/link.md)")
 """
 
 
+# A result file as benchmark_results.write leaves it: its date holds "20", its load "1.3".
+SERVE_RESULT = """Serving (`benchmarks/serve.py`), 2026-12-20, on Linux x86_64, 2 cores, load average 1.3.
+Command: `python benchmarks/serve.py`
+Commit: 0123456789abcdef0123456789abcdef01234567
+
+| measure | value |
+|---|---:|
+| layout: warm call | 5.68 s |
+| layout: peak RSS of the process | 970 MB |
+| tile: warm configs/s | 21,267 |
+| tile: peak RSS of the process | 586 MB |
+"""
+
+
 @pytest.fixture
 def broken_guide(tmp_path):
   (tmp_path / "benchmarks" / "results").mkdir(parents=True)
-  (tmp_path / "benchmarks" / "results" / "serve.md").write_text("| warm call | 5.68 s |\n")
+  (tmp_path / "benchmarks" / "results" / "serve.md").write_text(SERVE_RESULT)
   guide = tmp_path / "guide.md"
   guide.write_text(BROKEN_GUIDE)
   return guide
@@ -395,17 +530,78 @@ def test_checker_names_renamed_programs_and_flags_even_in_blocks_it_skips(tmp_pa
 def test_checker_names_missing_link_targets_and_figures_not_in_their_file(broken_guide):
   assert link_problems(broken_guide) == [
       f"{broken_guide}:31: link to missing.md, which does not exist",
-      f"{broken_guide}:32: figure '0.999' is not in benchmarks/results/serve.md"]
+      f"{broken_guide}:32: figure '0.999' is not in serve.md"]
   broken_guide.write_text(broken_guide.read_text().replace("[0.999]", "[5.68 s]").replace("missing.md", "."))
   assert link_problems(broken_guide) == []
 
 
-def test_checker_names_result_files_with_absolute_paths_or_no_command(tmp_path):
-  (tmp_path / "serve.md").write_text("Serving.\nCommand: `python benchmarks/serve.py --out /tmp/serve.md`\n")
-  (tmp_path / "convert.md").write_text("Converting.\nCommand: `python benchmarks/convert.py --out=out/c.md`\n")
+def test_the_readme_figures_are_refused_when_one_quotes_the_date_of_its_file(tmp_path):
+  """Each figure of the README's results table, replaced by the year in its result file's date (a
+  number that file holds), is refused: the date is not among the file's figures."""
+  readme = (REPOSITORY / "README.md").read_text()
+  table = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
+  links = [link for link in LINK.finditer(table) if "benchmarks/results/" in link.group("target")]
+  assert len(links) >= 10
+  for link in links:
+    year = re.search(r", (\d{4})-\d\d-\d\d, on ", (REPOSITORY / link.group("target")).read_text()).group(1)
+    wrong = tmp_path / "README.md"
+    wrong.write_text(readme.replace(link.group(0), f"[{year}]({REPOSITORY / link.group('target')})", 1))
+    # Written elsewhere, the README's other links resolve to nothing: only this one, given an absolute
+    # target, is checked as a figure.
+    figures = [problem.split(": ", 1)[1] for problem in link_problems(wrong) if ": figure " in problem]
+    assert figures == [f"figure '{year}' is not in {pathlib.Path(link.group('target')).name}"]
+
+
+def _figure_problems(tmp_path, document_text: str) -> list[str]:
+  """link_problems of a document in `tmp_path` whose links reach SERVE_RESULT as results/serve.md."""
+  (tmp_path / "results").mkdir(exist_ok=True)
+  (tmp_path / "results" / "serve.md").write_text(SERVE_RESULT)
+  document = tmp_path / "guide.md"
+  document.write_text(document_text)
+  return [problem.split(": ", 1)[1] for problem in link_problems(document)]
+
+
+def test_a_figure_must_be_among_the_figures_not_in_the_date_load_or_commit(tmp_path):
+  # Under the old rule (anywhere in the file) each of these passed.
+  assert _figure_problems(tmp_path, "A warm call took [20](results/serve.md) s.\n") == [
+      "figure '20' is not in serve.md"]
+  assert _figure_problems(tmp_path, "Under load [1.3](results/serve.md), a warm call.\n") == [
+      "figure '1.3' is not in serve.md"]
+  assert _figure_problems(tmp_path, "Warm configs/s: [21](results/serve.md).\n") == [
+      "figure '21' is not in serve.md"]  # only inside 21,267
+  assert _figure_problems(tmp_path, "Commit [0123456](results/serve.md) served warm calls.\n") == [
+      "figure '0123456' is not in serve.md"]
+
+
+def test_a_figure_must_stand_where_its_measure_is_named(tmp_path):
+  table = "| measure | figure |\n|---|---:|\n| serving: peak memory of the process | [{}](results/serve.md) |\n"
+  assert _figure_problems(tmp_path, table.format("970 MB")) == []
+  # 5.68 s is in the file, but on the warm call's row: nothing there names peak memory.
+  assert _figure_problems(tmp_path, table.format("5.68 s")) == [
+      "figure '5.68 s' is in serve.md, but not where a word of its measure names it "
+      "(figure, memory, peak, process, serving)"]
+  prose = "Serving a tile model, the process peaks at [{}](results/serve.md) and scores warm configs fast.\n"
+  assert _figure_problems(tmp_path, prose.format("586 MB")) == []
+  # In prose the sentence names the measure: another sentence's words do not count.
+  assert _figure_problems(tmp_path, "A warm call is quick. It used [970 MB](results/serve.md) of disk.\n") == [
+      "figure '970 MB' is in serve.md, but not where a word of its measure names it (disk, used)"]
+
+
+def test_checker_names_result_files_with_absolute_paths_or_no_command_or_commit(tmp_path):
+  (tmp_path / "serve.md").write_text("Serving, 2026-12-01, on Linux x86_64, 2 cores.\n"
+                                     "Command: `python benchmarks/serve.py --out /tmp/serve.md`\n"
+                                     "Commit: 0123456789abcdef0123456789abcdef01234567\n")
+  (tmp_path / "convert.md").write_text("Converting, 2026-12-01, on Linux x86_64, 16 cores.\n"
+                                       "Command: `python benchmarks/convert.py --out=out/c.md`\n"
+                                       "Commit: 0123456 with uncommitted changes\n")
+  (tmp_path / "research.md").write_text("Research, 2026-12-01, on Linux x86_64, 2 cores.\n"
+                                        "Command: `python benchmarks/research/sim_to_real.py`\n"
+                                        "Commit: 0123456 (the commit that recorded this result)\n")
   (tmp_path / "old.md").write_text("A table without its command.\n")
   assert result_command_problems(tmp_path) == [
+      f"{tmp_path / 'old.md'}: no first line naming the date and the machine",
       f"{tmp_path / 'old.md'}: no `Command:` line naming how it was produced",
+      f"{tmp_path / 'old.md'}: no `Commit:` line naming the commit it measured",
       f"{tmp_path / 'serve.md'}: command 'python benchmarks/serve.py --out /tmp/serve.md' names an absolute path; "
       "name it relative to the repository"]
 

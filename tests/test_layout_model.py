@@ -118,8 +118,7 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
 
 def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   """A short run of the layout recipe on half of unet3d's measured configs ranks a quarter it never
-  saw far better than chance: Kendall tau 0.76 in 2 x 20 steps, 0.81 in 3 x 30 (the previous recipe reached
-  0.16 in 20 epochs; benchmarks/real_layout.py)."""
+  saw far better than chance (what the whole recipe reaches: benchmarks/results/real_layout_lanes.md)."""
   source = sample_data.require_sample("npz") / "layout/xla/default/train/unet3d.npz"
   graph = npz.read_graph(source)
   rows = config_split.write_config_split(graph, tmp_path / "npz", seed=0)
@@ -135,9 +134,8 @@ def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
 
 def test_main_job_ranks_programs_it_never_saw(tmp_path):
   """One epoch of the main job's layout run on the generated xla train programs ranks the configs of
-  the valid programs (other architectures) better than chance (random order: about 0): 0.16 measured
-  on generator version 3, whose valid programs include a video CNN; the main job's 4 epochs reach
-  0.36 (benchmarks/results/main_job.md)."""
+  the valid programs (other architectures, a video CNN among them) better than chance (random order:
+  about 0); what the main job's full run reaches is in benchmarks/results/main_job.md."""
   recipe = experiments.experiment("quickstart", "layout:xla:default").overridden(
       training={"epochs": 1, "warmup_steps": 20, "verbose": 0})
   result = experiments.train(recipe, GENERATED_VALID.parents[3], tmp_path / "run")

@@ -1,5 +1,7 @@
-"""The run report: a metric table for every collection and real PNG plots beside the Markdown."""
+"""The run report: a metric table for every collection, a line defining each metric it shows, and real PNG
+plots beside the Markdown."""
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -30,6 +32,28 @@ def test_report_has_every_collection_and_valid_pngs(tmp_path):
   for image in ["training_curves.png", "rank_scatter.png", "tile_top_k_error.png", "kendall_per_graph.png"]:
     assert f"]({image})" in text
     assert (tmp_path / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_defines_each_metric_it_shows_in_one_line(tmp_path):
+  tile_summary = {"top1_slowdown": 0.3, "top5_slowdown": 0.02, "top10_slowdown": 0.0, "tile_score": 0.98, "opa": 0.88}
+  layout_summary = {"kendall_tau": 0.52, "opa": 0.76, "top1_slowdown": 0.01}
+  results = [dataclasses.replace(fake_result("tile:xla", 2, 0), summary=tile_summary),
+             dataclasses.replace(fake_result("layout:xla:default", 2, 1), summary=layout_summary)]
+  text = report.write_report(results, tmp_path).read_text()
+  definitions = [line for line in text.splitlines() if line.startswith("- ")]
+  assert definitions == [f"- {report.METRIC_DEFINITIONS[name]}"
+                         for name in ("top_k_slowdown", "tile_score", "opa", "kendall_tau")]
+  assert text.index("| collection |") < text.index(definitions[0]) < text.index("## Training")
+  for words in ("top-K slowdown", "1 − `top5_slowdown`", "ordered pair accuracy", "Kendall's tau-b"):
+    assert sum(words in line for line in definitions) == 1
+
+
+def test_a_report_defines_only_the_metrics_it_shows(tmp_path):
+  results = [dataclasses.replace(fake_result("layout:nlp:random", 2, 0), summary={"kendall_tau": 0.4})]
+  text = report.write_report(results, tmp_path).read_text()
+  assert [line for line in text.splitlines() if line.startswith("- ")] == [
+      f"- {report.METRIC_DEFINITIONS['kendall_tau']}"]
+  assert report.metric_definitions(["val_loss"]) == ""
 
 
 def test_top_k_error_curve_matches_metric_and_never_increases():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 from typing import Mapping, Optional, Sequence
 
 import matplotlib
@@ -23,6 +24,19 @@ from tpu_graphs.data import storage
 from tpu_graphs.train import experiments, metrics
 
 TOP_K_RANGE = tuple(range(1, 11))
+# One line per metric the table can show, so that a reader of report.md needs no code to read it
+# (tpu_graphs/train/metrics.py computes them). `top_k_slowdown` stands for top1_slowdown, top5_...
+METRIC_DEFINITIONS = {
+    "top_k_slowdown": "top-K slowdown (`top1_slowdown`, `top5_slowdown`, ...): the best measured runtime "
+                      "among the K configs the model ranks fastest over the best runtime of all configs, minus 1; "
+                      "0 when the fastest config is among them (lower is better).",
+    "tile_score": "`tile_score`: 1 − `top5_slowdown`, the Kaggle tile:xla metric of a kernel (1 is perfect).",
+    "opa": "`opa`, ordered pair accuracy: of the pairs of configs with different runtimes, the share whose scores "
+           "order them the same way (1 is perfect, 0.5 is chance).",
+    "kendall_tau": "`kendall_tau`: Kendall's tau-b between scores and measured runtimes, from -1 (reversed) through "
+                   "0 (chance) to 1 (the measured order); its mean over graphs is the Kaggle layout score.",
+}
+_TOP_K_SLOWDOWN = re.compile(r"top\d+_slowdown")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +174,17 @@ def metric_table(results: Sequence[CollectionResult]) -> str:
   return "\n".join(lines)
 
 
+def metric_definitions(names: Sequence[str]) -> str:
+  """A Markdown list defining, one line each, the metrics among `names` (the top-K slowdowns once),
+  in the order they first appear; an empty string when none is defined."""
+  keys = []
+  for name in names:
+    key = "top_k_slowdown" if _TOP_K_SLOWDOWN.fullmatch(name) else name
+    if key in METRIC_DEFINITIONS and key not in keys:
+      keys.append(key)
+  return "\n".join(f"- {METRIC_DEFINITIONS[key]}" for key in keys)
+
+
 def write_report(results: Sequence[CollectionResult], out_dir, title: str = "tpu_graphs run report",
                  preamble: Optional[str] = None) -> pathlib.Path:
   """Writes report.md and its plots into out_dir; returns the Markdown file's path."""
@@ -170,7 +195,9 @@ def write_report(results: Sequence[CollectionResult], out_dir, title: str = "tpu
   submits_top = {r.collection: experiments.task_class(r.collection).submission_length is not None for r in results}
   tile = [r for r in results if submits_top[r.collection]]
   layout = [r for r in results if not submits_top[r.collection]]
+  definitions = metric_definitions([name for result in results for name in result.summary])
   sections = [f"# {title}", preamble or "", "## Validation metrics", metric_table(results),
+              definitions and f"Each value is the mean over the collection's validation graphs.\n\n{definitions}",
               "## Training", f"![training curves]({plot_training_curves(results, out_dir / 'training_curves.png')})",
               "## Predicted against true rank",
               f"![rank scatter]({plot_rank_scatter(results, out_dir / 'rank_scatter.png')})"]

@@ -2,7 +2,7 @@
 ridge regression on summed config features (no graph), of the within-program per-node-layout
 ridge (layout only), and of the noiseless cost model.
 
-  python benchmarks/learnability.py --data_dir data/generated [--scale small --seed 0] \
+  python benchmarks/research/learnability.py --data_dir data/generated [--scale small --seed 0] \
       [--out benchmarks/results/learnability.md]
 
 Scores (tpu_graphs/train/metrics.py): layout, mean Kendall tau-b over graphs; tile, mean tile
@@ -94,7 +94,7 @@ def main(argv):
     per_node = f"{np.mean(rows['per_node']):.3f}" if layout else "-"
     table.append(f"| {name} | {len(rows['model'])} | {np.mean(rows['random']):.3f} | "
                  f"{np.mean(rows['ridge']):.3f} | {per_node} | {np.mean(rows['model']):.3f} |")
-  benchmark_results.write("learnability", f"Learnability of the generated data under {root} (test split; tile: "
+  benchmark_results.write("research/learnability", f"Learnability of the generated data under {root} (test split; tile: "
                           "tile score, layout: mean Kendall tau)", "\n".join(table), _OUT.value)
 
 

@@ -1,7 +1,7 @@
 """Generated against real: does a layout model trained only on generated programs rank real ones?
 
-  python benchmarks/sim_to_real.py                       # xla default + random generated programs
-  python benchmarks/sim_to_real.py --sources xla,nlp --experiment layout
+  python benchmarks/research/sim_to_real.py                       # xla default + random generated programs
+  python benchmarks/research/sim_to_real.py --sources xla,nlp --experiment layout
 
 The generated data (--data_dir, default the embedded tree) is only useful if what a model learns
 from it holds on real measurements. Rankers, each scored on every labelled real layout file of
@@ -34,9 +34,9 @@ layout_search.additive_effects), whether the ranker orders them as measured
 order scores +1 or -1 by chance), and how much of its order comes from groups whose layouts
 change nothing.
 
-Writes the tables with the machine, date and command to --out (and prints them). Each
-ranker's scores are appended to a .jsonl beside --out as soon as they are known, and a rerun
-after a kill trains only what is missing (delete it to measure anew).
+Writes the tables with the machine, date, command and commit to --out (and prints them). Each
+ranker's scores are appended to a journal (out/benchmarks/<--out's name>.jsonl) as soon as they
+are known, and a rerun after a kill trains only what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def agreement_table(real: dict[str, graphs.LayoutGraph], results: dict, rankers:
     categories, _ = layout_search.node_layout_categories(graph.node_config_feat)
     fit = layout_search.additive_effects(categories, graph.runtimes())
     lines += ["", f"**{graph_id}**: per search group with a measurable effect (additive, "
-              "`benchmarks/layout_effects.py`), the agreement of each ranker's order of its layouts with the "
+              "`benchmarks/research/layout_effects.py`), the agreement of each ranker's order of its layouts with the "
               "measured one (+1 as measured, -1 reversed); last row, the share of the ranker's order that groups "
               "without a measurable effect explain.", "",
               "| search group (first op, ops, effect) | " + " | ".join(rankers) + " |",
@@ -209,7 +209,7 @@ def main(argv):
     real[graph.graph_id] = graph
   if not real:
     sys.exit(f"sim_to_real: no labelled real layout files in {locations.sample_dir()}")
-  journal = pathlib.Path(_OUT.value).with_suffix(".jsonl")
+  journal = benchmark_results.working_path(_OUT.value, ".jsonl")
   results = {r["ranker"]: r for r in benchmark_results.read_journal(journal)}
   real_ranker = f"real {_ACROSS.value}"
   pretrained_ranker = f"generated, then real {_ACROSS.value}"
@@ -280,7 +280,7 @@ def main(argv):
                    + ("" if found["configs"] == real[graph_id].num_configs else f" ({found['configs']} configs)"))
     lines.append(f"| {ranker} | " + " | ".join(cells) + f" | {results[ranker]['seconds']:.0f} |")
   lines += agreement_table(real, results, rankers)
-  benchmark_results.write("sim_to_real", "Ranking real layout configs after training on generated programs",
+  benchmark_results.write("research/sim_to_real", "Ranking real layout configs after training on generated programs",
                           "\n".join(lines), pathlib.Path(_OUT.value))
 
 

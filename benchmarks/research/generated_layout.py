@@ -1,8 +1,8 @@
 """Ranking programs the model never saw: the layout recipe across the generated layout collections.
 
-  python benchmarks/generated_layout.py                                   # the quickstart's layout runs
-  python benchmarks/generated_layout.py --variant "GraphNorm=--graph_norm" --variant "ListMLE=--loss=listmle:1"
-  python benchmarks/generated_layout.py --previous_commit=                 # without the previous default
+  python benchmarks/research/generated_layout.py                                   # the quickstart's layout runs
+  python benchmarks/research/generated_layout.py --variant "GraphNorm=--graph_norm" --variant "ListMLE=--loss=listmle:1"
+  python benchmarks/research/generated_layout.py --previous_commit=                 # without the previous default
 
 For each of the four generated layout collections, `baselines/layout_train.py` trains the named
 experiment (default `quickstart`, the main job's layout settings) on the collection's train
@@ -17,9 +17,10 @@ The previous default is the main job of --previous_commit (checked out into a te
 run on the same generated tree, its layout runs scored the same way: the bar a change of the
 recipe must not fall below is then measured on today's data, not quoted from an older generator.
 
-Writes a Markdown table with the machine, date and command to --out (and prints it) and a bar plot
-beside it. Each (collection, variant)'s result is appended to a .jsonl beside --out as soon as it
-is known, and a rerun after a kill trains only what is missing (delete it to measure anew).
+Writes a Markdown table with the machine, date, command and commit to --out (and prints it) and a
+bar plot beside its journal (out/benchmarks/<--out's name>.png). Each (collection, variant)'s result
+is appended to that journal (.jsonl) as soon as it is known, and a rerun after a kill trains only
+what is missing (delete it to measure anew).
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def main(argv):
   del argv
   variants = parsed_variants(_VARIANT.value)
   out = pathlib.Path(_OUT.value)
-  journal = out.with_suffix(".jsonl")
+  journal = benchmark_results.working_path(out, ".jsonl")
   # {(collection, variant): result} of this run and of earlier (perhaps killed) ones
   results = {(r["collection"], r["variant"]): r for r in benchmark_results.read_journal(journal)}
 
@@ -180,8 +181,8 @@ def main(argv):
     cells = [f"{results[(collection, n)]['valid']:.3f} | {results[(collection, n)]['test']:.3f}" for n in names]
     seconds = " / ".join(f"{results[(collection, n)]['seconds']:.0f}" for n in names)
     lines.append(f"| {collection} | " + " | ".join(cells) + f" | {seconds} |")
-  path = benchmark_results.write("generated_layout", "Layout ranking of unseen generated programs", "\n".join(lines), out)
-  plot(results, _COLLECTIONS.value, names, path.with_suffix(".png"))
+  path = benchmark_results.write("research/generated_layout", "Layout ranking of unseen generated programs", "\n".join(lines), out)
+  plot(results, _COLLECTIONS.value, names, benchmark_results.working_path(path, ".png"))
 
 
 if __name__ == "__main__":

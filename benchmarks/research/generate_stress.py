@@ -1,6 +1,6 @@
 """Stress generation: one >= 20k-node layout file with 100k configs, streamed; time, size, peak RSS.
 
-  python benchmarks/generate_stress.py --output_dir /tmp/stress [--min_nodes 20000 --configs 100000] \
+  python benchmarks/research/generate_stress.py --output_dir /tmp/stress [--min_nodes 20000 --configs 100000] \
       [--out benchmarks/results/generate_stress.md]
 
 The table goes to --out (benchmarks/benchmark_results.py).
@@ -40,7 +40,7 @@ def main(argv):
            f"| file | {statistics.format_bytes(generated.path.stat().st_size)} |",
            f"| seconds to generate and write | {seconds:.0f} |",
            f"| peak RSS | {peak_gb:.2f} GB |"]
-  benchmark_results.write("generate_stress", "Generating one NLP-sized layout file, streamed", "\n".join(table),
+  benchmark_results.write("research/generate_stress", "Generating one NLP-sized layout file, streamed", "\n".join(table),
                           _OUT.value)
 
 

@@ -1,6 +1,6 @@
 """What each op's layouts do to a layout file's runtime, seen two ways.
 
-  python benchmarks/layout_effects.py [--files a.npz,b.npz] [--top 8] [--out benchmarks/results/layout_effects.md]
+  python benchmarks/research/layout_effects.py [--files a.npz,b.npz] [--top 8] [--out benchmarks/results/layout_effects.md]
 
 Per search group of each labelled layout file (default: every labelled layout file of the real
 sample; a group is the configurable ops the configs move in lockstep), the slowest over the
@@ -114,11 +114,9 @@ def main(argv):
               f"{percent(row['marginal'])} | {percent(row['additive'])} | {row['fastest']} |" for row in rows]
     lines.append("")
   out = pathlib.Path(_OUT.value)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  plot(per_file, out.with_suffix(".png"))
-  lines.append(f"![marginal and additive effect of each search group]({out.with_suffix('.png').name})")
+  plot(per_file, benchmark_results.working_path(out, ".png"))
   benchmark_results.write(
-      "layout_effects", "What each op group's layouts do to real layout runtimes",
+      "research/layout_effects", "What each op group's layouts do to real layout runtimes",
       "Per search group (the ops the configs move in lockstep), the slowest over the fastest of its layouts, "
       "minus 1: marginal, comparing the configs that take each layout; additive, each layout's term in a "
       "least-squares sum of one term per group's layout (the largest first).\n\n" + "\n".join(lines) + "\n", out)

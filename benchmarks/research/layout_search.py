@@ -1,7 +1,7 @@
 """How generated layout search compares with real: baselines/stats.py's layout-search table of the
 embedded generated data beside that of the real sample.
 
-  python benchmarks/layout_search.py [--data_dir data/generated/npz] [--out benchmarks/results/layout_search.md]
+  python benchmarks/research/layout_search.py [--data_dir data/generated/npz] [--out benchmarks/results/layout_search.md]
 
 Per layout collection and split, medians over files of: distinct layouts per configurable op,
 how often an op takes its most common layout, configurable ops per group of ops the configs
@@ -41,7 +41,7 @@ def main(argv):
     raise errors.InputError(locations.missing_sample(sample))
   body = (f"Generated ({benchmark_results.relative_to_repository(_DATA_DIR.value)}):\n\n"
           f"{layout_search_table(_DATA_DIR.value)}\nReal sample:\n\n{layout_search_table(sample)}")
-  benchmark_results.write("layout_search", "Layout search of generated data against the real sample", body,
+  benchmark_results.write("research/layout_search", "Layout search of generated data against the real sample", body,
                           _OUT.value)
 
 

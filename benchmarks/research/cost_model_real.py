@@ -1,6 +1,6 @@
 """The generator's labels against a TPU's: its cost model priced on a real program.
 
-  python benchmarks/cost_model_real.py [--out benchmarks/results/cost_model_real.md]
+  python benchmarks/research/cost_model_real.py [--out benchmarks/results/cost_model_real.md]
 
 The generated layout data teaches whatever its cost model (tpu_graphs/synth/cost_model.py) says.
 Where the real sample holds a program's HLO (a raw ModuleTuningData proto under pb/) beside its
@@ -140,11 +140,9 @@ def main(argv):
                 f"{percent(row['modelled'])} | {agreement_text(row['agreement'])} |"
                 for row in group_rows(graph, modelled)]
   out = pathlib.Path(_OUT.value)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  plot(per_file, out.with_suffix(".png"))
-  details += ["", f"![modelled against measured runtime of every config]({out.with_suffix('.png').name})"]
+  plot(per_file, benchmark_results.working_path(out, ".png"))
   benchmark_results.write(
-      "cost_model_real", "The generator's cost model priced on real programs",
+      "research/cost_model_real", "The generator's cost model priced on real programs",
       f"The cost model of generator version {generate.GENERATOR_VERSION}, built on each real program's HLO, ranks "
       "that program's measured configs (slowdowns: best measured runtime among the model's top K over the "
       "best, minus 1).\n\n" + "\n".join(summary + details) + "\n", out)
