@@ -15,7 +15,7 @@ from baselines import program
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
-from tpu_graphs.train import experiments, losses, memory_plan, strategies, trainer
+from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, strategies
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
@@ -55,7 +55,7 @@ program.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch
                                                                   "patience")),
                           MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
 program.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
-program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or trainer.check_learning_rate(value))
+program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or learning_rate.check(value))
 
 
 def given(holders: dict) -> dict:

@@ -151,7 +151,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
   An export without static signatures must be a training run's (<run>/export): the run's model is
   exported again with them. Raises errors.InputError for a model that cannot have them (a layout
   model that does not prune, prune_hops None: its graphs are too large to pad) and
-  trainer.RunDirectoryError for an export without them outside a run directory."""
+  run_directory.RunDirectoryError for an export without them outside a run directory."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if cpu not in CPUS:
     raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")

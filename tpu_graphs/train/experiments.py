@@ -318,7 +318,7 @@ def recorded_data_root(run_config: dict) -> Optional[str]:
 def progress_line(experiment: Experiment, out_dir) -> str:
   """What `train` is about to do in out_dir, for a program's progress line: a new run's epochs, or
   where a rerun resumes."""
-  epochs, done = experiment.training["epochs"], trainer.epochs_done(out_dir)
+  epochs, done = experiment.training["epochs"], run_directory.epochs_done(out_dir)
   if done == 0:
     return f"convert, train {epochs} epoch(s)"
   if done >= epochs:
