@@ -6,7 +6,7 @@
   bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
 
 The run starts from the named experiment --experiment (default "layout", the recipe:
-experiments.LAYOUT_TRAINING and LayoutModel's defaults in tpu_graphs/train/experiments.py, chosen
+experiments.LAYOUT_TRAINING and LayoutSettings' defaults in tpu_graphs/train/experiments.py, chosen
 on config splits of real programs, benchmarks/real_layout.py); every flag overrides one of its
 settings. The recipe: epochs of --steps_per_epoch steps, each step --batch_size lists of
 --configs_per_graph configs sampled afresh, a pairwise hinge over all pairs of a list, warmup and

@@ -15,7 +15,7 @@ import tile_test_data
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import tile_model
 from tpu_graphs.data import convert, locations, npz, storage
-from tpu_graphs.train import experiments, metrics, run_directory, scoring, tasks, trainer
+from tpu_graphs.train import experiments, metrics, run_directory, run_experiment, scoring, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
   tf.config.set_logical_device_configuration(
@@ -96,9 +96,9 @@ def test_layout_training_reads_its_npz_tree_from_an_in_memory_file_system(tmp_pa
   url = memory_file_system.copy_tree(local_root, "npz")
   experiment = experiments.experiment("smallest", "layout:nlp:default").overridden(
       training={"verbose": 0}, model={"dedup": True, "normalize": True})
-  local = experiments.train(experiment, local_root, tmp_path / "run")
+  local = run_experiment.train(experiment, local_root, tmp_path / "run")
   remote_run = storage.join(url, "run")
-  remote = experiments.train(experiment, url, remote_run)
+  remote = run_experiment.train(experiment, url, remote_run)
   assert remote["history"] == local["history"]
   assert storage.read_text(storage.join(remote_run, "predictions.csv")) == (tmp_path / "run/predictions.csv").read_text()
   assert tf.io.gfile.glob(storage.join(remote_run, "dedup/layout/nlp/default/train/*.npz"))
@@ -107,7 +107,7 @@ def test_layout_training_reads_its_npz_tree_from_an_in_memory_file_system(tmp_pa
 def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):
   experiment = experiments.experiment("tile", "tile:xla").overridden(
       training={"epochs": 3, "learning_rate": 3e-3, "verbose": 0}, model={"units": 32, "layers": 2})
-  result = experiments.train(experiment, locations.EMBEDDED_NPZ, tmp_path / "run")
+  result = run_experiment.train(experiment, locations.EMBEDDED_NPZ, tmp_path / "run")
   losses = [epoch["loss"] for epoch in result["history"]]
   assert losses[-1] < losses[0]
   valid = [npz.read_graph(path).runtimes() for path in sorted((locations.EMBEDDED_NPZ / "tile/xla/valid").glob("*.npz"))]

@@ -46,7 +46,7 @@ RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "va
                                "experiment.data_root"})
 
 
-def _read_run_json(run_dir, name: str, kind: type):
+def read_run_json(run_dir, name: str, kind: type):
   """The content of <run_dir>/<name>, of type `kind`; None if there is none yet; RunDirectoryError
   if it is damaged (truncated, not JSON, not a `kind`)."""
   path = storage.join(run_dir, name)
@@ -64,13 +64,13 @@ def _read_run_json(run_dir, name: str, kind: type):
 
 def read_run_config(run_dir) -> Optional[dict]:
   """The content of <run_dir>/config.json; None if there is none yet."""
-  return _read_run_json(run_dir, "config.json", dict)
+  return read_run_json(run_dir, "config.json", dict)
 
 
 def read_history(run_dir, first_epoch: int) -> list:
   """The entries of <run_dir>/history.json of the epochs before `first_epoch` (those the resumed
   checkpoint has done); every one of them must be there."""
-  history = _read_run_json(run_dir, "history.json", list) or []
+  history = read_run_json(run_dir, "history.json", list) or []
   path = storage.join(run_dir, "history.json")
   kept = [entry for entry in history if isinstance(entry, dict) and isinstance(entry.get("epoch"), int)
           and entry["epoch"] < first_epoch]
