@@ -225,7 +225,7 @@ class LayoutCostModel:
     # no config sets (produced < 0) writes what its consumer asks for: XLA's layout assignment
     # propagates operand layouts back to unconstrained producers, so only a configured layout
     # meeting another one costs a copy (in the real unet3d, forward convolutions whose operands
-    # take their alternative layouts run 0.3% faster, not slower).
+    # take their alternative layouts run a little faster, not slower: docs/generated-data.md).
     for j, wanted in wanted_layouts.items():
       produced = source[node_of_id[operands[j].id]]
       if wanted == produced or produced < 0:
@@ -248,8 +248,8 @@ class LayoutCostModel:
     A streamed lhs with a size-1 result dimension minor-most has no matrix-unit tiling at all:
     the op runs as a vector-unit loop whose lanes hold the lhs's minor-most dimension (a weight
     gradient's batch of 2 fills 2 lanes in 128), so one small op can slow a whole program
-    several times over, as the real unet3d's first weight gradient does (3x), while a 4-wide
-    dimension there (unet_3d.4x4.bf16) costs nothing measurable.
+    several times over, as the real unet3d's first weight gradient does, while a 4-wide
+    dimension there (unet_3d.4x4.bf16) costs nothing measurable (docs/generated-data.md).
     """
     result = self.variables[slots[0]]
     preferred = candidates.preferred_minor_dims(instruction, by_id)
