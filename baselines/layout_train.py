@@ -78,15 +78,14 @@ def _zero_or_negative_is_none(value: int):
 
 def main(argv):
   del argv
-  training = training.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
-                                      "warmup_steps": _WARMUP_STEPS})
-  if "steps_per_epoch" in training:
-    training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
+  training_settings = training.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
+                                       "warmup_steps": _WARMUP_STEPS})
+  if "steps_per_epoch" in training_settings:
+    training_settings["steps_per_epoch"] = _zero_or_negative_is_none(training_settings["steps_per_epoch"])
   model = training.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
-                                   "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
-                                   "graph_norm_scale": _GRAPH_NORM_SCALE,
-                                   "cross_config_attention": _CROSS_CONFIG_ATTENTION,
-                                   "config_encodings": _CONFIG_ENCODINGS})
+                          "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
+                          "graph_norm_scale": _GRAPH_NORM_SCALE, "cross_config_attention": _CROSS_CONFIG_ATTENTION,
+                          "config_encodings": _CONFIG_ENCODINGS})
   if "prune_hops" in model and model["prune_hops"] < 0:
     model["prune_hops"] = None
   if "segment_size" in model:
@@ -94,7 +93,7 @@ def main(argv):
   if "config_encodings" in model:
     model["config_encodings"] = tuple(model["config_encodings"])
   training.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",
-                          _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}", training, model)
+                 _OUT_DIR.value or f"out/layout_{_SOURCE.value}_{_SEARCH.value}", training_settings, model)
 
 
 if __name__ == "__main__":
