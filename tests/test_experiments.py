@@ -32,7 +32,8 @@ def test_main_jobs_layout_model_is_the_recipes_without_graph_norm(collection):
 def test_the_layout_model_builds_the_graph_norm_it_names(scale):
   settings = experiments.LayoutSettings(normalize=False, graph_norm_scale=scale)
   spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
-  norms = [layer for layer in settings.model_builder(experiments.DataDerived())(spec).layers if isinstance(layer, layout_model.GraphNorm)]
+  model = settings.model_builder(experiments.DataDerived())(spec)
+  norms = [layer for layer in model.layers if isinstance(layer, layout_model.GraphNorm)]
   assert len(norms) == settings.layers and all(norm.scale == scale for norm in norms)
 
 

@@ -33,7 +33,8 @@ def test_what_a_run_takes_from_its_data_reads_back_exactly(tmp_path):
 ])
 def test_a_damaged_data_derived_file_is_refused_naming_it(tmp_path, content, problem):
   (tmp_path / run_experiment.DATA_DERIVED_FILE).write_text(content)
-  with pytest.raises(run_directory.RunDirectoryError, match=rf"{run_experiment.DATA_DERIVED_FILE}: damaged \(.*{problem}"):
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=rf"{run_experiment.DATA_DERIVED_FILE}: damaged \(.*{problem}"):
     run_experiment.read_data_derived(tmp_path)
 
 
