@@ -20,8 +20,8 @@ from tpu_graphs.export import native_library
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 _MODEL = flags.DEFINE_string("model", None, "A tile or layout model's serving SavedModel (a run's export/).", required=True)
 _CPU = flags.DEFINE_enum("cpu", "x86-64", list(native_library.CPUS),
-                         "The oldest CPU the library runs on: x86-64 (any), x86-64-v3 (AVX2 and FMA; 2-3x as "
-                         "fast).")
+                         "The oldest CPU the library runs on: x86-64 (any), x86-64-v3 (AVX2 and FMA; faster, "
+                         "benchmarks/results/native.md).")
 _RUNTIME_DIR = flags.DEFINE_string("runtime_dir", str(_REPOSITORY / "bazel-bin" / "native"),
                                    "Where the XLA AOT runtime archives are (bazel build //native:all).")
 

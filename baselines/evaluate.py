@@ -19,7 +19,7 @@ from absl import flags
 import tensorflow as tf
 
 from tpu_graphs.data import convert, errors, graphs, locations, predictions, storage
-from tpu_graphs.train import experiments, scoring, trainer
+from tpu_graphs.train import experiments, run_directory, run_experiment, scoring, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", None, list(graphs.COLLECTIONS),
                                 "Which collection the model ranks; default the run's (its config.json). Needed "
@@ -41,11 +41,11 @@ def main(argv):
   out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
   if not (run_dir / "model").is_dir():
     raise errors.InputError(f"{run_dir / 'model'}: not found; train with baselines/tiles_train.py or layout_train.py first")
-  run_config = trainer.read_run_config(run_dir) or {}
+  run_config = run_directory.read_run_config(run_dir) or {}
   collection = _COLLECTION.value or run_config.get("experiment", {}).get("collection")
   if collection is None:
     raise errors.InputError(f"{run_dir / 'config.json'}: records no collection; pass --collection")
-  data_root = _DATA_ROOT.value or experiments.recorded_data_root(run_config) or str(locations.EMBEDDED_NPZ)
+  data_root = _DATA_ROOT.value or run_experiment.recorded_data_root(run_config) or str(locations.EMBEDDED_NPZ)
   split_dir = graphs.collection_directory(data_root, collection) / _SPLIT.value
   if not split_dir.is_dir():
     raise errors.InputError(f"{split_dir}: not found; pass --data_root=<TpuGraphs npz tree>")

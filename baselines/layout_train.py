@@ -6,7 +6,7 @@
   bazel run //baselines:layout_train -- --source xla --search default --out_dir ...
 
 The run starts from the named experiment --experiment (default "layout", the recipe:
-experiments.LAYOUT_TRAINING and LayoutModel's defaults in tpu_graphs/train/experiments.py, chosen
+experiments.LAYOUT_TRAINING and LayoutSettings' defaults in tpu_graphs/train/experiments.py, chosen
 on config splits of real programs, benchmarks/real_layout.py); every flag overrides one of its
 settings. The recipe: epochs of --steps_per_epoch steps, each step --batch_size lists of
 --configs_per_graph configs sampled afresh, a pairwise hinge over all pairs of a list, warmup and
@@ -79,14 +79,14 @@ def _zero_or_negative_is_none(value: int):
 def main(argv):
   del argv
   training = training_flags.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
-                                      "warmup_steps": _WARMUP_STEPS})
+                                   "warmup_steps": _WARMUP_STEPS})
   if "steps_per_epoch" in training:
     training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
   model = training_flags.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
-                                   "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
-                                   "graph_norm_scale": _GRAPH_NORM_SCALE,
-                                   "cross_config_attention": _CROSS_CONFIG_ATTENTION,
-                                   "config_encodings": _CONFIG_ENCODINGS})
+                                "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
+                                "graph_norm_scale": _GRAPH_NORM_SCALE,
+                                "cross_config_attention": _CROSS_CONFIG_ATTENTION,
+                                "config_encodings": _CONFIG_ENCODINGS})
   if "prune_hops" in model and model["prune_hops"] < 0:
     model["prune_hops"] = None
   if "segment_size" in model:

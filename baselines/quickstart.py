@@ -34,7 +34,7 @@ from baselines import program
 from tpu_graphs.analysis import report
 from tpu_graphs.data import errors, graphs, locations, npz
 from tpu_graphs.export import ranker, saved_model, submission
-from tpu_graphs.train import experiments, scoring, strategies
+from tpu_graphs.train import experiments, run_experiment, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/quickstart", "Where runs, submission.csv and the report go.")
@@ -128,10 +128,10 @@ def run_collection(experiment_name: str, collection: str, data_root: pathlib.Pat
   experiment = collection_experiment(experiment_name, collection).overridden(training={"verbose": 2})
   run_dir = out_dir / "runs" / collection.replace(":", "_")
   _say(graphs.COLLECTIONS.index(collection) + 1,
-       f"{collection}: {experiments.progress_line(experiment, run_dir)}, export -> {run_dir}")
+       f"{collection}: {run_experiment.progress_line(experiment, run_dir)}, export -> {run_dir}")
   with contextlib.redirect_stdout(LinePrefixer(sys.stdout, f"  [{collection}] ")):
     started = time.time()
-    experiments.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
+    run_experiment.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
                       strategy=strategy,
                       exporters=[saved_model.export_to_run_directory])
     serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=experiment.model.configs_per_chunk)

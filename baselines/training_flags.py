@@ -15,7 +15,7 @@ from baselines import program
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import gnn
-from tpu_graphs.train import experiments, losses, memory_plan, strategies, trainer
+from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, run_experiment, strategies
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
@@ -55,7 +55,7 @@ program.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch
                                                                   "patience")),
                           MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
 program.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
-program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or trainer.check_learning_rate(value))
+program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or learning_rate.check(value))
 
 
 def given(holders: dict) -> dict:
@@ -72,14 +72,14 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
   experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
       training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
-  planned = experiments.planned_memory(experiment, DATA_ROOT.value)
+  planned = run_experiment.planned_memory(experiment, DATA_ROOT.value)
   sizes = None  # the layout manifest, read once for the plan and the model's segment length
   if planned:
     sizes, plan = planned
     print(plan.summary(), flush=True)
     memory_plan.check(sizes, plan, None if MEMORY_LIMIT_GB.value is None else MEMORY_LIMIT_GB.value * memory_plan.GIB)
-  print(f"{collection}: {experiments.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
-  result = experiments.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
+  print(f"{collection}: {run_experiment.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
+  result = run_experiment.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
                              exporters=[saved_model.export_to_run_directory], sizes=sizes)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))

@@ -74,13 +74,13 @@ def main(argv):
     print(json.dumps(measure(_MEASURE.value, _RECORDS.value, _EPOCHS.value)))
     return
   from tpu_graphs.data import storage
-  from tpu_graphs.train import experiments
+  from tpu_graphs.train import experiments, run_experiment
   with tempfile.TemporaryDirectory() as scratch:
     scratch = pathlib.Path(scratch)
     records = {}
     for collection in COLLECTIONS:
-      records[collection] = experiments.prepare_records(experiments.experiment(COLLECTIONS[collection], collection),
-                                                        locations.EMBEDDED_NPZ, scratch / "records", scratch / "work")
+      records[collection] = run_experiment.prepare_records(experiments.experiment(COLLECTIONS[collection], collection),
+                                                           locations.EMBEDDED_NPZ, scratch / "records", scratch / "work")
     sources = {f"before ({_BASELINE.value})": locations.checkout(_BASELINE.value, scratch / "baseline"),
                "after (this tree)": locations.REPOSITORY}
     rates = {(version, collection): [] for version in sources for collection in COLLECTIONS}

@@ -16,7 +16,7 @@ def test_layout_recipe_is_the_layout_default():
   assert recipe.training == {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 128,
                              "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
-  assert recipe.model == experiments.LayoutModel(
+  assert recipe.model == experiments.LayoutSettings(
       units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
       graph_norm=True, graph_norm_scale=True, cross_config_attention=False,
       config_encodings=layout_model.CONFIG_ENCODINGS, configs_per_chunk=256)
@@ -30,9 +30,10 @@ def test_main_jobs_layout_model_is_the_recipes_without_graph_norm(collection):
 
 @pytest.mark.parametrize("scale", [True, False])
 def test_the_layout_model_builds_the_graph_norm_it_names(scale):
-  settings = experiments.LayoutModel(normalize=False, graph_norm_scale=scale)
+  settings = experiments.LayoutSettings(normalize=False, graph_norm_scale=scale)
   spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
-  norms = [layer for layer in settings.model_builder(None)(spec).layers if isinstance(layer, layout_model.GraphNorm)]
+  model = settings.model_builder(experiments.DataDerived())(spec)
+  norms = [layer for layer in model.layers if isinstance(layer, layout_model.GraphNorm)]
   assert len(norms) == settings.layers and all(norm.scale == scale for norm in norms)
 
 
@@ -48,7 +49,7 @@ def test_every_collection_gets_its_kinds_task_and_settings(name, collection):
 
 def test_tile_program_default_is_the_tile_trainer_default():
   experiment = experiments.experiment("tile", "tile:xla")
-  assert experiment.model == experiments.TileModel(units=64, layers=3, backbone="sage", join="late",
+  assert experiment.model == experiments.TileSettings(units=64, layers=3, backbone="sage", join="late",
                                                    configs_per_chunk=records.DEFAULT_CONFIGS_PER_CHUNK)
   assert isinstance(experiment.task(), tasks.TileTask) and experiment.training["batch_size"] == 8
 
@@ -73,8 +74,8 @@ def test_an_override_the_kind_does_not_have_is_refused():
 
 def test_a_collections_own_entry_wins_over_its_kinds(monkeypatch):
   monkeypatch.setitem(experiments.EXPERIMENTS, "nlp_random_apart", {
-      "layout": (experiments.LAYOUT_TRAINING, experiments.LayoutModel()),
-      "layout:nlp:random": (dict(experiments.LAYOUT_TRAINING, epochs=2), experiments.LayoutModel(units=8))})
+      "layout": (experiments.LAYOUT_TRAINING, experiments.LayoutSettings()),
+      "layout:nlp:random": (dict(experiments.LAYOUT_TRAINING, epochs=2), experiments.LayoutSettings(units=8))})
   apart = experiments.experiment("nlp_random_apart", "layout:nlp:random")
   assert apart.training["epochs"] == 2 and apart.model.units == 8
   assert experiments.experiment("nlp_random_apart", "layout:xla:random").model.units == 64

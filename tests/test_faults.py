@@ -53,7 +53,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
 from tpu_graphs.hlo import featurize
-from tpu_graphs.train import losses, metrics, scoring, tasks, trainer
+from tpu_graphs.train import losses, metrics, run_directory, scoring, tasks
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TRAINING_FLAGS = ["--epochs=2", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
@@ -846,14 +846,14 @@ def _small_checkpoints(directory: pathlib.Path) -> None:
 def test_damaged_checkpoint_state_file_is_rewritten_rather_than_restarting_the_run(tmp_path):
   _small_checkpoints(tmp_path)
   (tmp_path / "checkpoint").write_text("garbage {")  # TensorFlow alone would ignore it: no checkpoint
-  assert trainer.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
+  assert run_directory.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
   assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-2")
 
 
 def test_damaged_newest_checkpoint_gives_the_previous_one(tmp_path):
   _small_checkpoints(tmp_path)
   _truncate(tmp_path / "ckpt-2.index")
-  assert trainer.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-1")
+  assert run_directory.newest_intact_checkpoint(str(tmp_path)) == str(tmp_path / "ckpt-1")
   assert tf.train.load_checkpoint(str(tmp_path / "ckpt-1")).get_tensor("v/.ATTRIBUTES/VARIABLE_VALUE") == 1.0
 
 

@@ -8,18 +8,14 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tpu_graphs.data import graphs
 from tpu_graphs.analysis import layout_search, ridge
 from tpu_graphs.data import locations
 from tpu_graphs.data import npz
 from tpu_graphs.data import statistics
-from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
-from tpu_graphs.hlo import from_tensorflow
 from tpu_graphs.hlo import opcodes
-from tpu_graphs.synth import cost_model
 from tpu_graphs.synth import generate
 from tpu_graphs.train import metrics
 
@@ -55,27 +51,6 @@ def test_every_collection_is_written_and_valid(regenerated):
   for row in rows:
     if row.configurable_fraction_median is not None:  # the real sample's layout files: 1.6% to 7.8%
       assert 0.01 <= row.configurable_fraction_median <= 0.15, row
-
-
-def test_configurable_nodes_are_every_matrix_op_and_a_random_share_of_reshapes():
-  def program(x, w, v):
-    h = tf.reshape(x, [32, 64])
-    for _ in range(7):
-      h = tf.tanh(h @ w)
-    return tf.reshape(tf.reshape(h, [8, 4, 64]) * 2, [2048]) * tf.einsum("ij,j->i", w, v)[0]
-  module = from_tensorflow.hlo_module(program, tf.TensorSpec([8, 4, 64]), tf.TensorSpec([64, 64]), tf.TensorSpec([64]))
-  nodes = featurize.module_features(module)
-  rank = lambda i: len(nodes.instructions[i].shape.dimensions)
-  of = lambda opcode: {i for i, inst in enumerate(nodes.instructions) if inst.opcode == opcode}
-  matrix = {i for i in of("dot") if rank(i) >= 2}
-  reshapes = {i for i in of("reshape") if rank(i) >= 2}
-  assert len(matrix) == 7 and of("dot") - matrix and of("reshape") - reshapes  # a matrix-vector dot and flat reshapes left out
-  drawn = [set(generate.configurable_nodes(nodes, cost_model.costed_nodes(module), np.random.default_rng(seed)).tolist())
-           for seed in range(4)]
-  for chosen in drawn:
-    assert matrix <= chosen and chosen - matrix <= reshapes
-    assert len(chosen - matrix) == min(len(reshapes), max(1, round(generate.RESHAPE_SHARE * len(matrix))))
-  assert len({frozenset(chosen) for chosen in drawn}) > 1
 
 
 def test_test_files_are_unlabelled_and_their_labels_kept_beside(regenerated):

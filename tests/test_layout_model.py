@@ -14,7 +14,7 @@ import tensorflow_gnn as tfgnn
 import sample_data
 from tpu_graphs.data import config_split, convert, npz, predictions, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import experiments, metrics, scoring, tasks
+from tpu_graphs.train import experiments, metrics, run_experiment, scoring, tasks
 
 GENERATED_VALID = pathlib.Path(__file__).resolve().parents[1] / "data/generated/npz/layout/xla/default/valid"
 
@@ -124,7 +124,7 @@ def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   rows = config_split.write_config_split(graph, tmp_path / "npz", seed=0)
   recipe = experiments.experiment("layout", "layout:xla:default").overridden(
       training={"epochs": 2, "steps_per_epoch": 20, "warmup_steps": 10, "verbose": 0})
-  experiments.train(recipe, tmp_path / "npz", tmp_path / "run")
+  run_experiment.train(recipe, tmp_path / "npz", tmp_path / "run")
   prediction, = predictions.read_predictions(tmp_path / "run/predictions.csv")
   assert sorted(prediction.ranking) == list(range(len(rows["test"])))
   scores = np.empty(len(rows["test"]))
@@ -138,7 +138,7 @@ def test_main_job_ranks_programs_it_never_saw(tmp_path):
   about 0); what the main job's full run reaches is in benchmarks/results/main_job.md."""
   recipe = experiments.experiment("quickstart", "layout:xla:default").overridden(
       training={"epochs": 1, "warmup_steps": 20, "verbose": 0})
-  result = experiments.train(recipe, GENERATED_VALID.parents[3], tmp_path / "run")
+  result = run_experiment.train(recipe, GENERATED_VALID.parents[3], tmp_path / "run")
   assert result["valid"]["mean"]["kendall_tau"] > 0.08
 
 

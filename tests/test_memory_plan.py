@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from tpu_graphs.data import graphs, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import experiments, memory_plan
+from tpu_graphs.train import experiments, memory_plan, run_experiment
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NUM_OPS = 300
@@ -61,10 +61,10 @@ def test_a_run_whose_plan_exceeds_the_limit_is_refused_before_any_work_naming_fl
 
 def test_the_plan_counts_pruned_graphs_and_grows_with_what_a_step_holds(data_root):
   recipe = experiments.experiment("layout", "layout:xla:default")
-  sizes, pruned = experiments.planned_memory(recipe, data_root)
+  sizes, pruned = run_experiment.planned_memory(recipe, data_root)
   assert {graph.ops for graph in sizes["train"]} == {NUM_OPS // 20}  # 0 hops: the configurable ops
-  whole = experiments.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 0}), data_root)[1]
-  segmented = experiments.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 100}),
+  whole = run_experiment.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 0}), data_root)[1]
+  segmented = run_experiment.planned_memory(recipe.overridden(model={"prune_hops": None, "segment_size": 100}),
                                          data_root)[1]
   assert whole.largest.ops == NUM_OPS and whole.largest.edges == NUM_OPS - 1
   assert pruned.peak_bytes < segmented.peak_bytes < whole.peak_bytes
@@ -74,7 +74,7 @@ def test_the_plan_counts_pruned_graphs_and_grows_with_what_a_step_holds(data_roo
 def test_whole_graph_segment_training_trains_and_scores_as_the_sum_of_its_segments(data_root, tmp_path):
   recipe = experiments.experiment("smallest", "layout:xla:default").overridden(
       training={"configs_per_graph": 8, "verbose": 0}, model={"prune_hops": None, "segment_size": 100})
-  result = experiments.train(recipe, data_root, tmp_path / "run")
+  result = run_experiment.train(recipe, data_root, tmp_path / "run")
   assert result["valid"]["graphs"] == 1 and np.isfinite(result["valid"]["mean"]["kendall_tau"])
   assert (tmp_path / "run/predictions.csv").read_text().count("\n") == 2  # header and the test graph
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 import sample_data
 from tpu_graphs.data import graphs, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
-from tpu_graphs.train import trainer
+from tpu_graphs.train import run_directory
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
                    "npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",  # 52 ops, 1,282 configs
@@ -89,7 +89,7 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
 
 def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
-  with pytest.raises(trainer.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
+  with pytest.raises(run_directory.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
     native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
   assert not (export_dir / native_library.NATIVE_DIR_NAME).exists()
 

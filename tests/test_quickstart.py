@@ -14,7 +14,7 @@ import pytest
 import program_modules
 from tpu_graphs.data import graphs, locations, npz, predictions
 from tpu_graphs.export import native_library, ranker, saved_model, submission
-from tpu_graphs.train import experiments
+from tpu_graphs.train import experiments, run_experiment
 
 QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
 RUNS = {"tile:xla": "tile_xla", "layout:xla:default": "layout_xla_default", "layout:xla:random": "layout_xla_random",
@@ -151,10 +151,10 @@ def test_generated_data_trains_the_quickstart_runs_and_any_other_root_the_recipe
 
 def test_a_rerun_says_it_resumes_a_finished_run(out_dir):
   experiment = experiments.experiment("smallest", "tile:xla")
-  assert experiments.progress_line(experiment, out_dir / "runs/tile_xla") == (
+  assert run_experiment.progress_line(experiment, out_dir / "runs/tile_xla") == (
       "resume: all 1 epoch(s) trained already; evaluate")
   longer = experiment.overridden(training={"epochs": 3})
-  assert experiments.progress_line(longer, out_dir / "runs/tile_xla") == (
+  assert run_experiment.progress_line(longer, out_dir / "runs/tile_xla") == (
       "resume after epoch 1: convert what is missing, train epochs 2-3")
 
 

@@ -1,9 +1,12 @@
 """The serving SavedModel: written by the trainer, same scores as the in-memory model, served by
-plain TensorFlow (a fresh process without tpu_graphs or TF-GNN, and saved_model_cli)."""
+plain TensorFlow (a fresh process without tpu_graphs or TF-GNN, and saved_model_cli); a finished run
+exported again without its data."""
 
 import dataclasses
+import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +19,7 @@ import tile_test_data
 from tpu_graphs.data import graphs, locations, npz, records
 from tpu_graphs.export import saved_model, static_layout, static_shapes
 from tpu_graphs.models import layout_model, tile_model
-from tpu_graphs.train import tasks, trainer
+from tpu_graphs.train import experiments, run_directory, run_experiment, tasks, trainer
 
 REAL_TILE_FILES = ("npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
                    "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz",
@@ -369,6 +372,54 @@ def test_whole_chunks_and_a_single_config_score_like_part_of_a_longer_call(tmp_p
   for num_configs in (1, saved_model.CONFIGS_PER_CALL["layout"], 2 * saved_model.CONFIGS_PER_CALL["layout"]):
     np.testing.assert_allclose(loaded.score(*arrays[:-1], arrays[-1][:num_configs])["scores"].numpy(),
                                longer[:num_configs], rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def run_without_its_data(tmp_path_factory):
+  """A run of the smallest layout experiment, normalizing op features and in segments of 32 ops (both
+  taken from its data), trained on a copy of a few embedded nlp default files with its records
+  outside the run directory; then the data and the records are moved away. (run directory, a
+  validation graph read before the move)."""
+  root = tmp_path_factory.mktemp("run_without_its_data")
+  data_root = root / "npz"
+  for split, count in (("train", 3), ("valid", 1), ("test", 1)):
+    (data_root / "layout/nlp/default" / split).mkdir(parents=True)
+    for path in sorted((locations.EMBEDDED_NPZ / "layout/nlp/default" / split).glob("*.npz"))[:count]:
+      shutil.copy(path, data_root / "layout/nlp/default" / split)
+  experiment = experiments.experiment("smallest", "layout:nlp:default").overridden(
+      training={"verbose": 0}, model={"normalize": True, "segment_size": 32})
+  run_experiment.train(experiment, data_root, root / "run", records_dir=root / "records",
+                       exporters=[saved_model.export_to_run_directory])
+  graph = npz.read_graph(next((data_root / "layout/nlp/default/valid").glob("*.npz")))
+  assert graph.node_config_ids.size > 32  # pruned to its configurable ops, still scored in segments
+  data_root.rename(root / "moved_npz")
+  (root / "records").rename(root / "moved_records")
+  return root / "run", graph
+
+
+def test_a_run_whose_data_is_gone_exports_the_scores_of_its_export_made_with_the_data(run_without_its_data,
+                                                                                      tmp_path):
+  run_dir, graph = run_without_its_data
+  saved = json.loads((run_dir / run_experiment.DATA_DERIVED_FILE).read_text())
+  assert saved["segment_size"] == 32 and len(saved["feature_statistics"]["mean"]) == graphs.NODE_FEATURE_WIDTH
+  saved_model.export_run(run_dir, tmp_path / "again")
+  with_data = tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME)).signatures[saved_model.PLAIN_SIGNATURE]
+  without = tf.saved_model.load(str(tmp_path / "again")).signatures[saved_model.PLAIN_SIGNATURE]
+  expected = with_data(**_layout_arrays(graph))["scores"].numpy()
+  assert np.ptp(expected) > 0
+  np.testing.assert_allclose(without(**_layout_arrays(graph))["scores"].numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_run_of_an_older_version_without_its_data_derived_file_is_refused_saying_how_to_export_it(
+    run_without_its_data, tmp_path):
+  old_run = tmp_path / "old_run"
+  shutil.copytree(run_without_its_data[0], old_run)
+  (old_run / run_experiment.DATA_DERIVED_FILE).unlink()
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=rf"{old_run / run_experiment.DATA_DERIVED_FILE}: not found \(a run of an older version.*\); "
+                           r"rerun the command that trained it with the same --out_dir and data") as raised:
+    saved_model.export_run(old_run, tmp_path / "export")
+  assert "\n" not in str(raised.value) and not (tmp_path / "export").exists()
 
 
 if __name__ == "__main__":

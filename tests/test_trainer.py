@@ -15,7 +15,7 @@ import tile_test_data
 from tpu_graphs.export import saved_model
 from tpu_graphs.models import tile_model
 from tpu_graphs.data import convert, locations, npz, storage
-from tpu_graphs.train import experiments, metrics, scoring, tasks, trainer
+from tpu_graphs.train import experiments, metrics, run_directory, run_experiment, scoring, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
   tf.config.set_logical_device_configuration(
@@ -37,15 +37,6 @@ def _config(records, out_dir, **overrides):
 
 def _build(spec):
   return tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=1)
-
-
-def test_cosine_schedule_warms_up_then_decays_to_zero_at_the_last_step(records, tmp_path):
-  config = _config(records, tmp_path, epochs=4, steps_per_epoch=25, learning_rate_schedule="cosine",
-                   warmup_steps=10)
-  schedule = trainer.learning_rate(config, steps_per_epoch=25)
-  rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
-  np.testing.assert_allclose(rates, [0.0, 1.5e-3, 3e-3, 1.5e-3, 0.0], atol=1e-9)
-  assert trainer.learning_rate(_config(records, tmp_path), steps_per_epoch=25) == 3e-3
 
 
 def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp_path):
@@ -105,9 +96,9 @@ def test_layout_training_reads_its_npz_tree_from_an_in_memory_file_system(tmp_pa
   url = memory_file_system.copy_tree(local_root, "npz")
   experiment = experiments.experiment("smallest", "layout:nlp:default").overridden(
       training={"verbose": 0}, model={"dedup": True, "normalize": True})
-  local = experiments.train(experiment, local_root, tmp_path / "run")
+  local = run_experiment.train(experiment, local_root, tmp_path / "run")
   remote_run = storage.join(url, "run")
-  remote = experiments.train(experiment, url, remote_run)
+  remote = run_experiment.train(experiment, url, remote_run)
   assert remote["history"] == local["history"]
   assert storage.read_text(storage.join(remote_run, "predictions.csv")) == (tmp_path / "run/predictions.csv").read_text()
   assert tf.io.gfile.glob(storage.join(remote_run, "dedup/layout/nlp/default/train/*.npz"))
@@ -116,7 +107,7 @@ def test_layout_training_reads_its_npz_tree_from_an_in_memory_file_system(tmp_pa
 def test_short_run_on_the_embedded_generated_data_beats_a_random_ranker(tmp_path):
   experiment = experiments.experiment("tile", "tile:xla").overridden(
       training={"epochs": 3, "learning_rate": 3e-3, "verbose": 0}, model={"units": 32, "layers": 2})
-  result = experiments.train(experiment, locations.EMBEDDED_NPZ, tmp_path / "run")
+  result = run_experiment.train(experiment, locations.EMBEDDED_NPZ, tmp_path / "run")
   losses = [epoch["loss"] for epoch in result["history"]]
   assert losses[-1] < losses[0]
   valid = [npz.read_graph(path).runtimes() for path in sorted((locations.EMBEDDED_NPZ / "tile/xla/valid").glob("*.npz"))]
@@ -158,18 +149,6 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(records, unin
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_resuming_a_run_configured_otherwise_is_refused_naming_each_difference(tmp_path):
-  recorded = {"epochs": 3, "batch_size": 4, "train_dir": "a", "model": {"units": 16, "join": "late"}}
-  (tmp_path / "config.json").write_text(json.dumps(recorded))
-  trainer.check_resumable(tmp_path, {**recorded, "epochs": 10, "train_dir": "b"})  # longer, data moved: resumable
-  with pytest.raises(trainer.RunDirectoryError,
-                     match=r"config\.json: this run was configured otherwise \(batch_size 4 -> 8; model\.units 16 -> 32\)"):
-    trainer.check_resumable(tmp_path, {**recorded, "batch_size": 8, "model": {"units": 32, "join": "late"}})
-  (tmp_path / "config.json").write_text("{")
-  with pytest.raises(trainer.RunDirectoryError, match=r"config\.json: damaged \(JSONDecodeError: .*\); delete .* to start over"):
-    trainer.check_resumable(tmp_path, recorded)
-
-
 class _WeightsAtStart(tf.keras.callbacks.Callback):
   """Keeps the model's weights as training begins."""
 
@@ -195,11 +174,11 @@ def test_run_initialised_from_another_run_starts_from_its_best_weights(records, 
 def test_initialising_from_a_run_without_best_weights_or_of_another_model_is_refused(records, uninterrupted, tmp_path):
   pretrained, _ = uninterrupted
   task = tasks.TileTask()
-  with pytest.raises(trainer.RunDirectoryError, match=r"nowhere/best/weights: cannot initialise from it \(missing"):
+  with pytest.raises(run_directory.RunDirectoryError, match=r"nowhere/best/weights: cannot initialise from it \(missing"):
     trainer.run(task, _build, _config(records, tmp_path / "run", init_from=str(tmp_path / "nowhere")))
   assert not (tmp_path / "run").exists()
   wider = lambda spec: tile_model.build_tile_model(spec, "late", "sage", units=32, num_layers=1)
-  with pytest.raises(trainer.RunDirectoryError, match=r"best/weights: cannot initialise from it, its model "
+  with pytest.raises(run_directory.RunDirectoryError, match=r"best/weights: cannot initialise from it, its model "
                      r"differs from this run's"):
     trainer.run(task, wider, _config(records, tmp_path / "wider", init_from=str(pretrained)))
 

@@ -103,7 +103,7 @@ def test_compiled_layout_train_step_equals_the_eager_step(layout_records):
   # TF-GNN's padding adds filler node_config nodes that no edge reaches: the model pairs features
   # with configs and ops along the edges, not by node position.
   assert int(graph.node_sets["node_config"].total_size) > int(graph.edge_sets["configures"].total_size)
-  build = settings.model_builder(train_npz)
+  build = settings.model_builder(experiments.DataDerived(feature_statistics=settings.feature_statistics(train_npz)))
   _assert_compiled_step_equals_eager_step(build, task, "pairwise_hinge:1", batch, spec, list_size=16)
 
 

@@ -2,7 +2,7 @@
 
   python benchmarks/research/cost_model_real.py [--out benchmarks/results/cost_model_real.md]
 
-The generated layout data teaches whatever its cost model (tpu_graphs/synth/cost_model.py) says.
+The generated layout data teaches whatever its cost model (tpu_graphs/synth/layout_cost_model.py) says.
 Where the real sample holds a program's HLO (a raw ModuleTuningData proto under pb/) beside its
 labelled npz file, the cost model can be built on that very program and asked to price the
 file's measured configs: its Kendall tau and top-K slowdown against the measurements say how far
@@ -32,7 +32,7 @@ from benchmarks import benchmark_results
 from tpu_graphs.analysis import layout_search
 from tpu_graphs.data import config_split, errors, graphs, locations, npz
 from tpu_graphs.hlo import features, featurize, opcodes, tuning_pb2
-from tpu_graphs.synth import cost_model, generate
+from tpu_graphs.synth import generate, layout_cost_model
 from tpu_graphs.train import metrics
 
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("cost_model_real")), "Markdown table to write.")
@@ -63,7 +63,8 @@ def priced(tuning: tuning_pb2.ModuleTuningData, graph: graphs.LayoutGraph) -> tu
   """(c,) noiseless cost-model runtimes of the file's configs, and per opcode of the configurable
   ops, the share of their configured tensor layouts the model does not offer."""
   module = featurize.module_features(tuning.module)
-  model = cost_model.LayoutCostModel(module.instructions, cost_model.costed_nodes(tuning.module), graph.node_config_ids)
+  model = layout_cost_model.LayoutCostModel(module.instructions, layout_cost_model.costed_nodes(tuning.module),
+                                            graph.node_config_ids)
   choices, offered = model.choices_of(graph.node_config_feat)
   opcode_of = np.asarray([module.instructions[v.node].opcode for v in model.variables])
   return model.runtimes(choices), {opcode: float(1 - offered[:, opcode_of == opcode].mean())

@@ -10,26 +10,26 @@ stays near the default while its 'random' search draws among the candidates. Whe
 * modal fraction: the share of configs in which a node takes its most common row;
 * ops per search group: configurable nodes per group of nodes that the configs move in lockstep
   (in every config the same-numbered one of their layouts). The real searches decide layouts per
-  group of alike ops, not per op: 8.0 ops per group in unet3d, 7.8 in unet_3d.4x4.bf16, 2.4 in
-  the xla test graph (both searches), 3.7 in the nlp random test graph, 32.6 in the nlp default
-  test graph (848 ops in 26 groups). Which ops move together follows the alike-op rule
-  (alike_op_groups: one opcode, the same candidates, results whose configured dims tile alike),
-  within a group or two per file;
+  group of alike ops, not per op, in every file of the sample. Which ops move together follows the
+  alike-op rule (alike_op_groups: one opcode, the same candidates, results whose configured dims
+  tile alike), within a group or two per file;
 * runtime spread: the slowest config's runtime over the fastest's;
 * ops off their modal layout, per config: with runtimes, whether straying from the common layouts
-  is itself slow. In real files it says little (Kendall tau -0.17 and 0.04 on the sample's two
-  labelled programs); a generator whose runtimes grow with it gives models a shortcut that
-  real programs do not offer;
+  is itself slow. In real files it says little (on the sample's two labelled programs); a
+  generator whose runtimes grow with it gives models a shortcut that real programs do not offer;
 * largest single-op effect: per configurable node, the ratio of the slowest to the fastest of its
   layouts' geometric mean runtimes (layouts taken by at least MIN_CONFIGS_PER_LAYOUT configs),
-  the largest over nodes. In real unet3d one convolution's layouts move it 3.03x and no other
-  node's more than 1.08x; in unet_3d.4x4.bf16 none more than 1.02x;
+  the largest over nodes. In real unet3d one convolution's layouts move it several times over and
+  no other node's much; in unet_3d.4x4.bf16 no node's much;
 * additive effects: the same ratio per search group with every other group's layout held fixed,
   from a least-squares fit of log runtime as a sum of one term per group's layout
   (additive_effects). The single-op effect credits an op with what comes with its layouts: in
-  unet3d the 1.08x is a 1.001x op whose rarer layouts come with more of the 3x slow configs.
+  unet3d the second largest is an op of almost no effect whose rarer layouts come with more of the
+  dominant convolution's slow configs.
 
-A file's distinct layouts and modal fraction are means over its configurable nodes.
+A file's distinct layouts and modal fraction are means over its configurable nodes. The figures of
+the sample and of the generated data, side by side: docs/generated-data.md ("How it compares with
+real files", from benchmarks/results/layout_search.md).
 """
 
 from __future__ import annotations
@@ -209,10 +209,10 @@ def additive_effects(categories: np.ndarray, runtimes: np.ndarray) -> AdditiveFi
 
   op_effects compares a node's layouts over all configs, so a node whose layout happens to move
   with another node's slow one inherits part of that effect: in the real unet3d the layouts of a
-  1x1x1 weight gradient seem to move the runtime by 7.9%, because its rarer layouts come with more
-  of the configs that the dominant convolution slows threefold. Fitting every group's layouts at
-  once separates the two (there it moves the runtime by 0.1%); where the runtime is a sum of
-  per-op costs, the residual is measurement noise.
+  1x1x1 weight gradient seem to move the runtime by several percent, because its rarer layouts
+  come with more of the configs that the dominant convolution slows. Fitting every group's layouts
+  at once separates the two (there it moves the runtime by almost nothing); where the runtime is a
+  sum of per-op costs, the residual is measurement noise.
 
   Args:
     categories: (c, nc) int64 from node_layout_categories.

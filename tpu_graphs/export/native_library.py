@@ -19,9 +19,9 @@ removed. An export that holds them (saved_model.export(..., static_signatures=Tr
 The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
 per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the oldest x86-64 the
 library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
-(AVX2, FMA) scores 2-3x as fast as plain x86-64 (benchmarks/native.py). Compiling takes each
+(AVX2, FMA) scores faster than plain x86-64 (benchmarks/results/native.md). Compiling takes each
 bucket's signature through `saved_model_cli aot_compile_cpu`'s own function with XLA_FLAGS (one
-fresh TensorFlow process for all buckets), then g++: 20 seconds to a few minutes, depending on the
+fresh TensorFlow process for all buckets), then g++: seconds to minutes, depending on the
 model, its number of buckets and the machine's load.
 """
 
@@ -53,7 +53,7 @@ _EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
 # XLA options of the compiled buckets. Fast math lets LLVM reorder float additions, so reductions
 # vectorize (NaN, infinity, division and math functions stay exact to IEEE); every matrix product
 # becomes XLA's own tiled LLVM IR, without Eigen's packing, which costs more than the arithmetic
-# for matrices of a few dozen rows. Together 10% faster calls (benchmarks/native.py).
+# for matrices of a few dozen rows. Together faster calls (benchmarks/native.py measures them).
 XLA_FLAGS = "--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm"
 
 
@@ -151,7 +151,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
   An export without static signatures must be a training run's (<run>/export): the run's model is
   exported again with them. Raises errors.InputError for a model that cannot have them (a layout
   model that does not prune, prune_hops None: its graphs are too large to pad) and
-  trainer.RunDirectoryError for an export without them outside a run directory."""
+  run_directory.RunDirectoryError for an export without them outside a run directory."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if cpu not in CPUS:
     raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")

@@ -44,7 +44,7 @@ import tensorflow_gnn as tfgnn
 from tpu_graphs.data import graphs, records, storage
 from tpu_graphs.export import static_layout, static_shapes
 from tpu_graphs.models import layout_preprocessing
-from tpu_graphs.train import experiments, inputs, tasks, trainer, xla
+from tpu_graphs.train import inputs, run_directory, run_experiment, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -260,16 +260,18 @@ def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
   """Exports the best model of the training run in `run_dir` to `export_dir` again, as
   export_to_run_directory did, with `static_signatures` if asked.
 
-  The model is rebuilt from the run's config.json (experiments.run_model_builder: its experiment,
-  model settings and data root, whose files must still be there) and given the run's best weights
-  (best/weights). Raises trainer.RunDirectoryError for a run without config.json or best weights.
+  The model is rebuilt from the run directory alone (run_experiment.run_model_builder: the
+  experiment and model settings of its config.json, what the model took from the data as the run
+  saved it) and given the run's best weights (best/weights); the run's data need not be there.
+  Raises run_directory.RunDirectoryError for a run without config.json, without best weights, or
+  of an older version that saved nothing of its data (saying how to re-export it).
   """
-  run_config = trainer.read_run_config(run_dir)
+  run_config = run_directory.read_run_config(run_dir)
   if run_config is None:
-    raise trainer.RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: not found; {run_dir} is no run "
-                                    "directory of tiles_train.py, layout_train.py or quickstart.py")
-  experiment, build = experiments.run_model_builder(run_config)
+    raise run_directory.RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: not found; {run_dir} is no run "
+                                          "directory of tiles_train.py, layout_train.py or quickstart.py")
+  experiment, build = run_experiment.run_model_builder(run_dir, run_config)
   scorer = build(model_input_spec(graphs.collection_kind(experiment.collection)))
-  trainer.initialise_from_run(scorer, run_dir)
+  run_directory.initialise_from_run(scorer, run_dir)
   task = experiment.task()
   export(scorer, task.kind, export_dir, task.structure_transform, static_signatures)

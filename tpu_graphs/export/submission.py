@@ -15,7 +15,7 @@ import pathlib
 from typing import Iterable, Mapping, Optional
 
 from tpu_graphs.data import graphs, npz, predictions
-from tpu_graphs.train import experiments
+from tpu_graphs.train import experiments, run_experiment
 
 
 class SubmissionError(predictions.PredictionFileError):
@@ -77,14 +77,14 @@ def write_submission(path, rows: Iterable[predictions.Prediction]) -> None:
 
 def runs_trained_on(runs_dir, data_root) -> tuple[list[pathlib.Path], list[str]]:
   """The predictions.csv files under runs_dir whose run trained on data_root (the config.json beside
-  each records its data root, experiments.data_root_name), and for each other one a line naming it
+  each records its data root, run_experiment.data_root_name), and for each other one a line naming it
   and why it is passed over: predictions of another data root's test graphs cannot make this
   root's submission, even where graph ids coincide (generated data reuses the release's names)."""
-  wanted = experiments.data_root_name(data_root)
+  wanted = run_experiment.data_root_name(data_root)
   taken, passed_over = [], []
   for path in sorted(pathlib.Path(runs_dir).rglob("predictions.csv")):
     try:
-      recorded = experiments.recorded_data_root(json.loads((path.parent / "config.json").read_text()))
+      recorded = run_experiment.recorded_data_root(json.loads((path.parent / "config.json").read_text()))
     except FileNotFoundError:
       passed_over.append(f"{path}: no config.json beside it records its data root")
       continue

@@ -31,6 +31,6 @@ def export_untrained(collection: str, directory, experiment: str = "quickstart",
   chosen = experiments.experiment(experiment, collection).overridden(model=overrides)
   tf.keras.utils.set_random_seed(seed)
   export_dir = pathlib.Path(directory) / kind
-  saved_model.export(chosen.model.model_builder(train_npz_dir=None)(saved_model.model_input_spec(kind)), kind,
+  saved_model.export(chosen.model.model_builder(experiments.DataDerived())(saved_model.model_input_spec(kind)), kind,
                      export_dir, chosen.task().structure_transform, static_signatures)
   return export_dir

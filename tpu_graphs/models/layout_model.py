@@ -17,7 +17,7 @@ from what its consumer asks for (layout_features.py), so:
 * a residual GNN (gnn.message_passing_update, messages along `feeds` and its reverse), each round
   followed by GraphNorm over the ops of one graph and config, lets layouts interact (GraphNorm
   removes each config's mean op state: better on real programs, worse on unseen generated ones,
-  see experiments.LayoutModel.graph_norm);
+  see experiments.LayoutSettings.graph_norm);
 * the readout scores every op and sums over the graph: an additive cost model, learnt. Optional
   cross-config attention lets each config's pooled state see the other configs of its list (its
   scores then depend on the list a config is scored in).
@@ -179,7 +179,7 @@ class GraphNorm(tf.keras.layers.Layer):
   Without `scale` the centred states are not divided by their spread over the graph's ops. That
   spread is a property of the program (its mix of ops) more than of the config, so dividing by it
   rescales every op's layout effect by a factor that differs between programs; see
-  experiments.LayoutModel.graph_norm_scale for what each choice measured.
+  experiments.LayoutSettings.graph_norm_scale for what each choice measured.
   """
 
   def __init__(self, units: int, scale: bool = True, **kwargs):

@@ -35,25 +35,15 @@ from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import tuning_pb2
-from tpu_graphs.synth import cost_model
+from tpu_graphs.synth import hardware
+from tpu_graphs.synth import layout_configs
+from tpu_graphs.synth import layout_cost_model
+from tpu_graphs.synth import tile_cost_model
 from tpu_graphs.synth import zoo
 
 GENERATOR_VERSION = 4
 MAX_CONFIGS = 100_000
-CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
-# Configurable reshapes per configurable matrix op: the real files have 0.06 (unet3d, the nlp test
-# graph) to 0.65 (the xla test graph), 0.17 in unet_3d.4x4.bf16.
-RESHAPE_SHARE = 0.15
 CONFIG_CHUNK = 1000
-# The default search (layout_choices): the share of configurable nodes a config keeps at the
-# compiler's layout is drawn per config from U(0, DEFAULT_SEARCH_KEPT_MAX), and of the others this
-# share take a random candidate, the rest the as-written layout; so a node takes its most common
-# layout in about 65% of the configs, as in the real default collections (0.55-0.66).
-DEFAULT_SEARCH_KEPT_MAX = 0.4
-DEFAULT_SEARCH_EXPLORED = 0.3
-# How far off (a share of the program's runtime) the compiler's estimate of a layout is.
-COMPILER_ESTIMATE_ERROR = 0.003
-_ESTIMATE_TIE = 1e-5
 # Splits are by architecture, so valid and test hold models never seen in training.
 SPLIT_OF_ARCHITECTURE = {
     "resnet50": "train", "mobilenet_v2": "train", "mobilenet_v3_small": "train", "efficientnet_b0": "train",
@@ -109,84 +99,8 @@ def programs(scale: Scale, architectures: Optional[Sequence[str]] = None) -> lis
 # Layout collections.
 
 
-def configurable_nodes(nodes: featurize.ModuleFeatures, costed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-  """The nodes configs set layouts for, ascending: as in the real files (unet3d: 53
-  convolutions and 3 reshapes; the nlp test graph: 800 dots and 48 reshapes), every executed
-  convolution and dot with an array result of rank >= 2, and beside them a random subset of the
-  reshapes, RESHAPE_SHARE as many as the matrix ops (at least one)."""
-  eligible = [i for i, inst in enumerate(nodes.instructions)
-              if inst.opcode in CONFIGURABLE_OPCODES and costed[i] and cost_model.is_array(inst.shape)
-              and len(inst.shape.dimensions) >= 2]
-  is_matrix = [nodes.instructions[i].opcode in candidates.MXU_OPCODES for i in eligible]
-  matrix = [i for i, chosen in zip(eligible, is_matrix) if chosen]
-  others = np.asarray([i for i, chosen in zip(eligible, is_matrix) if not chosen], np.int64)
-  count = min(len(others), max(1, round(RESHAPE_SHARE * len(matrix))))
-  return np.sort(np.concatenate([np.asarray(matrix, np.int64), rng.choice(others, size=count, replace=False)]))
-
-
-def _set_combinations(choices: np.ndarray, variables: np.ndarray, sizes: np.ndarray, combinations: np.ndarray) -> None:
-  """Writes candidate `combinations` (c,) of one node (mixed radix) into its `variables` of `choices` (c, v)."""
-  combination = combinations.copy()
-  for variable in variables[variables >= 0]:
-    choices[:, variable] = combination % sizes[variable]
-    combination //= sizes[variable]
-
-
-def compiler_layouts(model: cost_model.LayoutCostModel, rng: np.random.Generator) -> np.ndarray:
-  """(nc,) int64 the compiler's own layout of each configurable node (a candidate in mixed radix):
-  the one its analytical model expects to be fastest with every other node at the default.
-
-  Its estimates are off by COMPILER_ESTIMATE_ERROR of the program's runtime, so it gets the
-  layouts that matter right and the rest by chance; where estimates tie it picks the later
-  candidate (an alternative over the as-written order, as XLA's TPU layout assignment, which
-  puts real unet3d's activations batch-minor in its first config, does)."""
-  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
-  default = model.runtimes(np.zeros((1, len(sizes)), np.int64))[0]
-  chosen = np.zeros(len(model.node_variables), np.int64)
-  for node, variables in enumerate(model.node_variables):
-    count = int(np.prod(sizes[variables[variables >= 0]]))
-    alone = np.zeros((count, len(sizes)), np.int64)  # the node at each candidate, the rest at the default
-    _set_combinations(alone, variables, sizes, np.arange(count))
-    estimates = model.runtimes(alone) / default
-    estimates = estimates + COMPILER_ESTIMATE_ERROR * rng.standard_normal(count)
-    chosen[node] = np.flatnonzero(estimates <= estimates.min() + _ESTIMATE_TIE)[-1]
-  return chosen
-
-
-def layout_choices(model: cost_model.LayoutCostModel, search: str, count: int, rng: np.random.Generator,
-                   first: bool, compiler: Optional[np.ndarray] = None) -> np.ndarray:
-  """`count` configs: (count, num_variables) int64 indices into each variable's candidate layouts.
-
-  A configurable node's candidates are the combinations of its tensors' candidate layouts (2 to 8,
-  candidates.candidate_layouts). 'random' draws every node's layout uniformly from its
-  candidates. 'default' searches as the real default collections' configs do (the `first` config
-  of a file is the compiler's own, `compiler` from compiler_layouts, and is among the fastest,
-  while the search's most common layout per op is the as-written one): each config keeps a share
-  of the nodes, drawn per config from U(0, DEFAULT_SEARCH_KEPT_MAX), at the compiler's layout;
-  of the rest, DEFAULT_SEARCH_EXPLORED take a uniformly drawn candidate and the others the
-  as-written default (choice 0). So an op off its most common layout is as often at the
-  compiler's (usually faster) choice as at a random one, and straying is not slow as such.
-  """
-  sizes = np.asarray([len(v.choices) for v in model.variables], np.int64)
-  if search == "random":
-    return candidates.uniform_choices(sizes, count, rng)
-  if compiler is None:
-    raise ValueError("the default search needs the compiler's layouts (compiler_layouts)")
-  choices = np.zeros((count, len(sizes)), np.int64)
-  kept_share = rng.random(count) * DEFAULT_SEARCH_KEPT_MAX
-  if first:
-    kept_share[0] = 1.0
-  for node, variables in enumerate(model.node_variables):
-    combinations = int(np.prod(sizes[variables[variables >= 0]]))
-    kept = rng.random(count) < kept_share
-    explored = rng.random(count) < DEFAULT_SEARCH_EXPLORED
-    drawn = (rng.random(count) * combinations).astype(np.int64)
-    _set_combinations(choices, variables, sizes, np.where(kept, compiler[node], np.where(explored, drawn, 0)))
-  return choices
-
-
 def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id: str,
-                      nodes: featurize.ModuleFeatures, model: cost_model.LayoutCostModel,
+                      nodes: featurize.ModuleFeatures, model: layout_cost_model.LayoutCostModel,
                       num_configs: int, seed: int) -> GeneratedFile:
   """Writes one layout graph with `num_configs` configs, streaming node_config_feat in chunks.
 
@@ -196,15 +110,18 @@ def write_layout_file(root: pathlib.Path, collection: str, split: str, graph_id:
   _, source, search = collection.split(":")
   key = (collection, graph_id)
   starts = range(0, num_configs, CONFIG_CHUNK)
-  compiler = compiler_layouts(model, file_rng(seed, "compiler", graph_id)) if search == "default" else None
+  compiler = None
+  if search == "default":
+    compiler = layout_configs.compiler_layouts(model, file_rng(seed, "compiler", graph_id))
 
   def chunks() -> Iterator[np.ndarray]:
     for start in starts:
-      yield layout_choices(model, search, min(CONFIG_CHUNK, num_configs - start),
-                           file_rng(seed, *key, "configs", str(start)), first=start == 0, compiler=compiler)
+      yield layout_configs.layout_choices(model, search, min(CONFIG_CHUNK, num_configs - start),
+                                          file_rng(seed, *key, "configs", str(start)), first=start == 0,
+                                          compiler=compiler)
 
   runtimes = np.concatenate([model.runtimes(choices) for choices in chunks()])
-  measured = cost_model.measure(runtimes, file_rng(seed, *key, "noise"))
+  measured = hardware.measure(runtimes, file_rng(seed, *key, "noise"))
   nc = len(model.configurable_nodes)
   width = features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS
   arrays = dict(
@@ -232,9 +149,9 @@ def _write_labels(root: pathlib.Path, data_path: pathlib.Path, labels: np.ndarra
 def layout_model(compiled_module, graph_id: str, seed: int):
   """Features, cost model and configurable nodes of a program's unoptimized module."""
   nodes = featurize.module_features(compiled_module, f"generated program {graph_id}")
-  costed = cost_model.costed_nodes(compiled_module)
-  chosen = configurable_nodes(nodes, costed, file_rng(seed, "configurable", graph_id))
-  return nodes, cost_model.LayoutCostModel(nodes.instructions, costed, chosen)
+  costed = layout_cost_model.costed_nodes(compiled_module)
+  chosen = layout_configs.configurable_nodes(nodes, costed, file_rng(seed, "configurable", graph_id))
+  return nodes, layout_cost_model.LayoutCostModel(nodes.instructions, costed, chosen)
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,13 +161,13 @@ def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_c
                     seed: int) -> Optional[GeneratedFile]:
   """Writes one kernel's tile graph; None when it has fewer than two tile sizes."""
   key = ("tile:xla", graph_id)
-  work = cost_model.kernel_work(kernel)
+  work = tile_cost_model.kernel_work(kernel)
   tiles = [pair for pair in candidates.tile_candidates(work.output_dims, work.convolution_features,
                                                        file_rng(seed, *key, "candidates"))
-           if math.isfinite(cost_model.tile_runtime(work, *pair))]
+           if math.isfinite(tile_cost_model.tile_runtime(work, *pair))]
   if len(tiles) < 2:
     return None
-  default = min(range(len(tiles)), key=lambda i: cost_model.tile_footprint_target(work, tiles[i][0]))
+  default = min(range(len(tiles)), key=lambda i: tile_cost_model.tile_footprint_target(work, tiles[i][0]))
   rng = file_rng(seed, *key, "configs")
   others = [i for i in range(len(tiles)) if i != default]
   picked = [default] + [others[i] for i in np.sort(rng.choice(len(others), min(num_configs - 1, len(others)),
@@ -258,9 +175,9 @@ def write_tile_file(root: pathlib.Path, split: str, graph_id: str, kernel, num_c
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
       output_bounds=tiles[i][0], kernel_bounds=tiles[i][1])) for i in picked])
   noise = file_rng(seed, *key, "noise")
-  runtimes = np.asarray([cost_model.tile_runtime(work, *tiles[i]) for i in picked])
-  measured = cost_model.measure(runtimes, noise)
-  normalizer = cost_model.measure(runtimes[:1], noise)
+  runtimes = np.asarray([tile_cost_model.tile_runtime(work, *tiles[i]) for i in picked])
+  measured = hardware.measure(runtimes, noise)
+  normalizer = hardware.measure(runtimes[:1], noise)
   normalizers = np.full(len(picked), normalizer[0], np.int64)
   nodes = featurize.module_features(kernel, f"generated kernel {graph_id}")
   labelled = split != "test"
@@ -336,7 +253,7 @@ def distinct_kernels(optimized) -> list:
 _README = """# GENERATED TpuGraphs-format data (not TPU measurements)
 
 Every file here is in the exact npz format of the TpuGraphs release, but the runtimes come from
-an analytical TPU-like cost model (`tpu_graphs/synth/cost_model.py`), not from a TPU. The graphs
+an analytical TPU-like cost model (`tpu_graphs/synth/*_cost_model.py`), not from a TPU. The graphs
 are real: programs of a model zoo (`tpu_graphs/synth/zoo.py`) compiled by XLA on the generating
 machine and featurized by `tpu_graphs/hlo`. Layout files hold each program's training step (on
 larger inputs and batches than its name says: `zoo.TRAINING_SCALE` and the architecture's

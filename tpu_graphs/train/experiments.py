@@ -2,11 +2,10 @@
 its task, model, preparation and evaluation batch size.
 
 An experiment (big_vision's habit) is a name, a collection, the trainer's settings and the model's
-settings of the collection's kind (`TileModel` or `LayoutModel`): `baselines/tiles_train.py`,
+settings of the collection's kind (`TileSettings` or `LayoutSettings`): `baselines/tiles_train.py`,
 `baselines/layout_train.py` and `baselines/quickstart.py` resolve one by name (`--experiment`),
-override what their flags say, and hand it to `train`, which converts the collection's npz files
-to records (reusing finished shards), applies the layout techniques that work on data (duplicate
-configs, feature statistics), builds the model and runs `trainer.run`. The run's config.json
+override what their flags say, and hand it to `run_experiment.train`, which converts the
+collection's npz files to records, builds the model and runs the trainer. The run's config.json
 records the resolved experiment.
 
 Nothing else in tpu_graphs, baselines/ or benchmarks/ looks at a collection's name to choose
@@ -17,15 +16,24 @@ experiment's training settings own the evaluation batch size.
 from __future__ import annotations
 
 import dataclasses
-import os
-import pathlib
-from typing import Callable, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
-import tensorflow as tf
+import numpy as np
 
 from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
-from tpu_graphs.train import memory_plan, strategies, tasks, trainer
+from tpu_graphs.train import tasks, trainer
+
+
+@dataclasses.dataclass(frozen=True)
+class DataDerived:
+  """What a run's model is built with that its settings leave to the data: the layout model's op
+  feature statistics, (mean, deviation) each (140,) float32 of the training split's log-scaled op
+  features (None: not normalizing), and the segment length it trains and scores with (None: the
+  plain model). A run saves it (run_experiment.DATA_DERIVED_FILE), so that it exports without its
+  data; tile models take nothing from the data."""
+  feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None
+  segment_size: Optional[int] = None
 
 
 def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
@@ -34,7 +42,7 @@ def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, config
 
 
 @dataclasses.dataclass(frozen=True)
-class TileModel:
+class TileSettings:
   """tile:xla's model (models/tile_model.py) and how its records are cut."""
   units: int = 64
   layers: int = 3
@@ -50,16 +58,16 @@ class TileModel:
     del collection, work_dir  # nothing to prepare beside the records
     _convert_splits(split_dirs, records_root, self.configs_per_chunk)
 
-  def model_builder(self, train_npz_dir) -> trainer.BuildModel:
+  def model_builder(self, derived: DataDerived) -> trainer.BuildModel:
     """graph spec -> Keras scorer."""
-    del train_npz_dir  # the tile model needs no training statistics
+    del derived  # the tile model takes nothing from the data
     return lambda spec: tile_model.build_tile_model(spec, self.join, self.backbone, self.units, self.layers)
 
 
 @dataclasses.dataclass(frozen=True)
-class LayoutModel:
+class LayoutSettings:
   """A layout model (models/layout_model.py) and the scale techniques. The defaults are the layout
-  recipe's, chosen on config splits of real programs (benchmarks/real_layout.py)."""
+  recipe's, chosen on config splits of real programs (benchmarks/real_layout.py, docs/real-data.md)."""
   units: int = 64
   layers: int = 3
   backbone: str = "residual_gcn"
@@ -68,20 +76,17 @@ class LayoutModel:
   normalize: bool = True  # standardize log-scaled op features with training statistics
   # Graph Segment Training (layout_model.SegmentedScorer), a memory technique. None (the recipe):
   # segments of AUTO_SEGMENT_SIZE ops only where the plain model's memory plan exceeds
-  # SEGMENT_ABOVE_BYTES, i.e. whole programs (unet3d whole: 20 GiB plain, 2.9 GiB in segments;
-  # benchmarks/full_graph.py), while pruned graphs keep the plain model the real-data figures
-  # measured (whole graphs ranked worse there). N > 0: segments of N ops wherever a graph is
-  # longer. 0: off.
+  # SEGMENT_ABOVE_BYTES (run_experiment.py), i.e. whole programs, while pruned graphs keep the plain
+  # model the real-data figures measured (whole graphs ranked worse there; docs/training.md, "Whole
+  # graphs and the memory plan"). N > 0: segments of N ops wherever a graph is longer. 0: off.
   segment_size: Optional[int] = None
   # GraphNorm after every round of message passing. It removes each config's mean op state: on real
-  # programs that helped (3 config splits each: unet3d 0.832 vs 0.795, unet_3d.4x4.bf16 0.398 vs
-  # 0.374, unet3d -> unet_3d.4x4.bf16 0.220 vs 0.203; benchmarks/real_layout.py), on unseen generated
-  # programs it hurt (QUICKSTART_LAYOUT_MODEL). Real measurements decide the recipe.
+  # programs that helped, on unseen generated programs it hurt (QUICKSTART_LAYOUT_MODEL); real
+  # measurements decide the recipe (docs/real-data.md, "GraphNorm").
   graph_norm: bool = True
   # GraphNorm divides by the spread of op states over the graph, as Cai et al.'s does. Centring only
-  # (False) ranked unseen configs of one real program about as well (unet3d 0.817 vs 0.832,
-  # unet_3d.4x4.bf16 0.407 vs 0.398) and the unseen program worse (0.150 vs 0.220; 3 splits each,
-  # benchmarks/real_layout.py), so the recipe scales.
+  # (False) ranked unseen configs of one real program about as well and the unseen program worse, so
+  # the recipe scales (docs/real-data.md, "GraphNorm").
   graph_norm_scale: bool = True
   cross_config_attention: bool = False  # attention over the configs of a list
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
@@ -100,21 +105,23 @@ class LayoutModel:
       split_dirs[0] = deduplicated
     _convert_splits(split_dirs, records_root, self.configs_per_chunk)
 
-  def model_builder(self, train_npz_dir, segment_size: Optional[int] = None) -> trainer.BuildModel:
-    """graph spec -> Keras scorer, with the training split's op feature statistics if normalizing,
-    in segments of `segment_size` ops if given (`segment_length` decides it for a run)."""
-    statistics = None
-    if self.normalize:
-      statistics = layout_preprocessing.op_feature_statistics(
-          npz.read_graph(path, stream_configs=True).node_feat
-          for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
+  def feature_statistics(self, train_npz_dir) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """The op feature statistics of the training split's npz files if normalizing, else None."""
+    if not self.normalize:
+      return None
+    return layout_preprocessing.op_feature_statistics(
+        npz.read_graph(path, stream_configs=True).node_feat
+        for path in storage.glob(storage.join(train_npz_dir, "*.npz")))
+
+  def model_builder(self, derived: DataDerived) -> trainer.BuildModel:
+    """graph spec -> Keras scorer, with the derived op feature statistics and segment length."""
     return lambda spec: layout_model.build_layout_model(
-        spec, self.backbone, self.units, self.layers, feature_statistics=statistics,
-        segment_size=segment_size, graph_norm=self.graph_norm, graph_norm_scale=self.graph_norm_scale,
+        spec, self.backbone, self.units, self.layers, feature_statistics=derived.feature_statistics,
+        segment_size=derived.segment_size, graph_norm=self.graph_norm, graph_norm_scale=self.graph_norm_scale,
         cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
 
 
-ModelSettings = Union[TileModel, LayoutModel]
+ModelSettings = Union[TileSettings, LayoutSettings]
 # A collection's kind ('tile', 'layout') -> its task.
 TASKS = {"tile": tasks.TileTask, "layout": tasks.LayoutTask}
 
@@ -129,40 +136,39 @@ TILE_TRAINING = {"epochs": 10, "batch_size": 8, "configs_per_graph": 16, "learni
                  "loss": "listmle:1,mse:0.02", "patience": 5, "eval_batch_size": 8}
 # The layout recipe: fixed-length epochs sampling 128-config lists afresh, all-pairs hinge, warmup +
 # cosine decay; a layout chunk already holds every op of the graph, so chunks are scored one at a time.
-# Lists of 128 rather than 64 configs (4x the pairs per list) lifted unet_3d.4x4.bf16, whose runtimes
-# spread by 1.6%, from 0.392 to 0.411 and kept unet3d at 0.82 (benchmarks/real_layout.py, 3 splits each).
+# Lists of 128 rather than 64 configs (4x the pairs per list) average out more of a low-spread
+# program's measurement noise (docs/real-data.md, "Lists of 128 configs").
 LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 50, "batch_size": 4, "configs_per_graph": 128,
                    "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                    "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
 
 # The main job's layout runs leave GraphNorm out. They rank the embedded generated data, whose valid
-# and test programs are other architectures than its train programs; there GraphNorm cost valid tau
-# 0.521 / 0.671 / 0.381 / 0.399 -> 0.298 / 0.308 / 0.105 / 0.049 (benchmarks/generated_layout.py,
-# generator version 4). The recipe keeps it: real files decide that, and they favour it
-# (LayoutModel.graph_norm).
-QUICKSTART_LAYOUT_MODEL = LayoutModel(graph_norm=False)
+# and test programs are other architectures than its train programs, and there GraphNorm ranked them
+# worse (docs/generated-data.md, "Programs the model never saw"). The recipe keeps it: real files
+# decide that, and they favour it (LayoutSettings.graph_norm).
+QUICKSTART_LAYOUT_MODEL = LayoutSettings(graph_norm=False)
 
 # name -> kind or collection -> (training settings, model settings); a collection's own entry wins
 # over its kind's. "tile" and "layout" are the training programs' defaults; "quickstart" fits all five
 # collections in a few minutes (the layout recipe shortened to 4 epochs of 64-config lists, without
 # GraphNorm); "smallest" is the one-minute run the end-to-end tests use.
 EXPERIMENTS: dict[str, dict[str, tuple[dict, ModelSettings]]] = {
-    "tile": {"tile": (TILE_TRAINING, TileModel())},
-    "layout": {"layout": (LAYOUT_TRAINING, LayoutModel())},
-    "quickstart": {"tile": (dict(TILE_TRAINING, epochs=20, patience=8), TileModel()),
+    "tile": {"tile": (TILE_TRAINING, TileSettings())},
+    "layout": {"layout": (LAYOUT_TRAINING, LayoutSettings())},
+    "quickstart": {"tile": (dict(TILE_TRAINING, epochs=20, patience=8), TileSettings()),
                    "layout": (dict(LAYOUT_TRAINING, epochs=4, warmup_steps=20, configs_per_graph=64),
                               QUICKSTART_LAYOUT_MODEL)},
     "smallest": {"tile": (dict(TILE_TRAINING, epochs=1, batch_size=4, configs_per_graph=8, patience=1),
-                          TileModel(units=16, layers=1)),
+                          TileSettings(units=16, layers=1)),
                  "layout": (dict(LAYOUT_TRAINING, epochs=1, steps_per_epoch=4, configs_per_graph=8, warmup_steps=0,
                                  patience=1),
-                            LayoutModel(units=16, layers=1, dedup=False, normalize=False, configs_per_chunk=250))},
+                            LayoutSettings(units=16, layers=1, dedup=False, normalize=False, configs_per_chunk=250))},
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-  """One collection's training run, resolved: what `train` needs besides paths."""
+  """One collection's training run, resolved: what `run_experiment.train` needs besides paths."""
   name: str
   collection: str
   training: dict  # TrainingConfig fields other than directories and the experiment record
@@ -188,177 +194,3 @@ def experiment(name: str, collection: str) -> Experiment:
                             f"{', '.join(n for n, entries in EXPERIMENTS.items() if {kind, collection} & set(entries))}")
   training, model = settings
   return Experiment(name, collection, dict(training), model)
-
-
-def prepare_records(experiment: Experiment, data_root, records_root, work_dir) -> str:
-  """Converts the collection's splits as the experiment's model asks and returns its records dir.
-
-  Raises GraphFileError naming the first invalid input file.
-  """
-  source = graphs.collection_directory(data_root, experiment.collection)
-  present = [split for split in graphs.SPLITS if storage.is_directory(storage.join(source, split))]
-  if "train" not in present or "valid" not in present:
-    raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
-  split_dirs = [storage.join(source, split) for split in present]
-  for split_dir in split_dirs:  # every split's files are there and named well before any is converted
-    convert.find_source_groups(split_dir)
-  experiment.model.prepare_records(experiment.collection, split_dirs, records_root, work_dir)
-  return records_directory(records_root, experiment.collection)
-
-
-def records_directory(records_root, collection: str) -> str:
-  """Where a collection's converted splits go under records_root (which may be a URL, gs://...)."""
-  return storage.join(records_root, str(graphs.collection_directory("", collection)))
-
-
-def data_root_name(data_root) -> str:
-  """How a run's config.json records its data root (experiment.data_root), so that programs reading
-  the run can find its data and compare roots: a local path made absolute, a URL as given."""
-  return str(pathlib.Path(data_root).resolve()) if storage.is_local(data_root) else os.fspath(data_root)
-
-
-def check_batch_fits(experiment: Experiment, train_npz_dir) -> None:
-  """Refuses, from the npz files alone (before anything is converted or written), an experiment whose
-  epochs are one pass over the training chunks (no steps_per_epoch) when those chunks cannot fill
-  one batch. The count is that of the records conversion would write (deduplication, applied later,
-  can only lower it, and the trainer checks again)."""
-  if experiment.training.get("steps_per_epoch"):
-    return
-  batch_size = experiment.training["batch_size"]
-  paths = sorted(storage.glob(storage.join(train_npz_dir, "*.npz")))
-  chunks = 0
-  for path in paths:
-    chunks += records.chunk_count(npz.read_graph(path, stream_configs=True), experiment.model.configs_per_chunk)
-    if chunks >= batch_size:
-      return
-  if not paths:
-    raise errors.InputError(f"{train_npz_dir}: no .npz files to train on")
-  raise errors.InputError(
-      f"{train_npz_dir}: {len(paths)} training graph(s) give {chunks} config chunk(s) of at most "
-      f"{experiment.model.configs_per_chunk} configs, which cannot fill one batch of {batch_size}; pass a "
-      f"--batch_size of at most {chunks}, or a --steps_per_epoch to sample lists from repeated passes")
-
-
-# The recipe's Graph Segment Training (LayoutModel.segment_size None): where the plain model's plan
-# exceeds SEGMENT_ABOVE_BYTES, segments of AUTO_SEGMENT_SIZE ops (whole unet3d fits in 3.2 GiB).
-SEGMENT_ABOVE_BYTES = 8 * memory_plan.GIB
-AUTO_SEGMENT_SIZE = 256
-
-
-def _plan_settings(experiment: Experiment, segment_size: Optional[int]) -> memory_plan.Settings:
-  model, training = experiment.model, experiment.training
-  return memory_plan.Settings(
-      batch_size=training["batch_size"], configs_per_graph=training["configs_per_graph"], units=model.units,
-      layers=model.layers, segment_size=segment_size, configs_per_chunk=model.configs_per_chunk,
-      eval_batch_size=training["eval_batch_size"], prune_hops=model.prune_hops)
-
-
-def _layout_manifest(experiment: Experiment, data_root) -> dict:
-  source = graphs.collection_directory(data_root, experiment.collection)
-  return memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], experiment.model.prune_hops)
-
-
-def segment_length(experiment: Experiment, sizes: dict) -> Optional[int]:
-  """The segment length a layout run trains and scores with (None: the plain model), from its
-  manifest (memory_plan.manifest) and LayoutModel.segment_size."""
-  requested = experiment.model.segment_size
-  if requested == 0 or not any(sizes.values()):
-    return None
-  if requested is None:
-    if memory_plan.plan(sizes, _plan_settings(experiment, None)).peak_bytes <= SEGMENT_ABOVE_BYTES:
-      return None
-    requested = AUTO_SEGMENT_SIZE
-  return requested if memory_plan.largest_ops(sizes) > requested else None
-
-
-def planned_memory(experiment: Experiment, data_root) -> Optional[tuple[dict, memory_plan.Plan]]:
-  """A layout experiment's manifest (sizes of every split's graphs as its pruning leaves them) and
-  memory plan (train/memory_plan.py), read from the npz files alone; None for other kinds or
-  where the collection has no files."""
-  if not isinstance(experiment.model, LayoutModel):
-    return None
-  sizes = _layout_manifest(experiment, data_root)
-  if not any(sizes.values()):
-    return None
-  return sizes, memory_plan.plan(sizes, _plan_settings(experiment, segment_length(experiment, sizes)))
-
-
-def model_builder(experiment: Experiment, data_root, sizes: Optional[dict] = None) -> trainer.BuildModel:
-  """The builder of the model a run of `experiment` on `data_root` trains: with its training split's
-  statistics and, for layout, the segment length (segment_length) of its manifest `sizes`
-  (memory_plan.manifest of `data_root`, read here where not given)."""
-  train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
-  if not isinstance(experiment.model, LayoutModel):
-    return experiment.model.model_builder(train_npz_dir)
-  sizes = _layout_manifest(experiment, data_root) if sizes is None else sizes
-  return experiment.model.model_builder(train_npz_dir, segment_length(experiment, sizes))
-
-
-def run_model_builder(run_config: dict) -> tuple[Experiment, trainer.BuildModel]:
-  """The experiment a run's config.json content records (its name and collection, with the run's
-  training and model settings) and the builder of the model the run trained (model_builder on its
-  recorded data root, whose files must still be there). InputError for a config.json of a run that
-  predates the experiment record."""
-  recorded = run_config.get("experiment", {})
-  if not {"name", "collection", "data_root"} <= set(recorded):
-    raise errors.InputError(f"{run_config.get('out_dir')}: its config.json records no experiment with a data root "
-                            "(a run of an older version); train it again")
-  named = experiment(recorded["name"], recorded["collection"])
-  model = {name: tuple(value) if isinstance(value, list) else value for name, value in run_config["model"].items()}
-  resolved = named.overridden(training={name: run_config[name] for name in named.training if name in run_config},
-                              model=model)
-  return resolved, model_builder(resolved, recorded["data_root"])
-
-
-def recorded_data_root(run_config: dict) -> Optional[str]:
-  """The data root a run's config.json records (data_root_name), or None for runs that predate it."""
-  return run_config.get("experiment", {}).get("data_root")
-
-
-def progress_line(experiment: Experiment, out_dir) -> str:
-  """What `train` is about to do in out_dir, for a program's progress line: a new run's epochs, or
-  where a rerun resumes."""
-  epochs, done = experiment.training["epochs"], trainer.epochs_done(out_dir)
-  if done == 0:
-    return f"convert, train {epochs} epoch(s)"
-  if done >= epochs:
-    return f"resume: all {epochs} epoch(s) trained already; evaluate"
-  to_train = f"epoch {epochs}" if done + 1 == epochs else f"epochs {done + 1}-{epochs}"
-  return f"resume after epoch {done}: convert what is missing, train {to_train}"
-
-
-def train(experiment: Experiment, data_root, out_dir, records_dir=None,
-          strategy: Optional[tf.distribute.Strategy] = None, exporters: Sequence[Callable] = (),
-          callbacks: Sequence[tf.keras.callbacks.Callback] = (), sizes: Optional[dict] = None) -> dict:
-  """Trains one collection end to end and returns the run's metrics.json content.
-
-  Args:
-    experiment: what to train (`experiment(name, collection)`, maybe overridden).
-    data_root: a TpuGraphs npz tree (the embedded data/generated/npz or the real release).
-    out_dir: the run directory (see trainer.py); rerunning resumes.
-    records_dir: where converted records go; default <out_dir>/records.
-    strategy, exporters, callbacks: passed to trainer.run.
-    sizes: a layout experiment's manifest of data_root, where the caller has it (planned_memory);
-      read from the npz files otherwise.
-  """
-  out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
-  records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
-  collection_records = records_directory(records_root, experiment.collection)
-  config = trainer.TrainingConfig(
-      train_dir=storage.join(collection_records, "train"), valid_dir=storage.join(collection_records, "valid"),
-      out_dir=out_dir, model=dataclasses.asdict(experiment.model),
-      experiment={"name": experiment.name, "collection": experiment.collection,
-                  "data_root": data_root_name(data_root)}, **experiment.training)
-  train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
-  # Every check that can refuse the run, before conversion writes anything (the records' default
-  # place is inside out_dir): a refused run leaves out_dir as it was, ready for a corrected retry.
-  strategy = strategy or strategies.choose_strategy()  # also before any TensorFlow op, as it must be
-  task = experiment.task()
-  trainer.check_run(task, config, strategy)
-  if storage.is_directory(train_npz_dir):
-    check_batch_fits(experiment, train_npz_dir)
-  prepare_records(experiment, data_root, records_root, out_dir)
-  test_dir = storage.join(collection_records, "test")
-  config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
-  return trainer.run(task, model_builder(experiment, data_root, sizes), config, strategy, callbacks,
-                     exporters=exporters)

@@ -1,8 +1,8 @@
 """A layout run's memory plan: its peak memory estimated before any work, and a refusal naming the
 flags that would fit when the plan exceeds the memory available.
 
-Asked to train on whole programs, a layout run used to grow until the kernel killed it (24 GB on
-unet3d's 2,774 ops, benchmarks/full_graph.py). Its memory is dominated by op states (ops x configs
+Asked to train on whole programs, a layout run used to grow until the kernel killed it (on the
+real unet3d; docs/training.md, "Whole graphs and the memory plan"). Its memory is dominated by op states (ops x configs
 x units, float32) and messages (edges x configs x units) of the ops one model call holds at once:
 
 * training: batch_size lists of configs_per_graph configs of the largest training graph, every

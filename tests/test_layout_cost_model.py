@@ -1,5 +1,5 @@
-"""The analytical cost model behind generated data: tiling, copies, fused ops, bitcasts, matrix-unit
-lanes, tiles, noise."""
+"""The layout cost model behind generated layout files: candidates, copies, fused ops, bitcasts,
+matrix-unit lanes, table lookups, configs written elsewhere."""
 
 import itertools
 import math
@@ -13,15 +13,8 @@ from tpu_graphs.hlo import candidates
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import from_tensorflow
-from tpu_graphs.synth import cost_model
-
-
-def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
-  assert cost_model.padded_elements([4, 128, 256], [2, 1, 0]) == 4 * 128 * 256
-  # 3 elements minor-most pad to 128 lanes; 5 second-minor pad to 8 sublanes.
-  assert cost_model.padded_elements([2, 5, 3], [2, 1, 0]) == 2 * 8 * 128
-  assert cost_model.padded_elements([2, 5, 3], [1, 2, 0]) == 2 * 128 * 8
-  assert cost_model.padded_elements([300], [0]) == 384
+from tpu_graphs.synth import hardware
+from tpu_graphs.synth import layout_cost_model
 
 
 def test_a_tensor_is_offered_its_default_and_at_most_one_alternative():
@@ -36,7 +29,7 @@ def test_a_forward_convolution_keeps_its_output_layout_and_may_swap_its_operands
   module = from_tensorflow.hlo_module(program, tf.TensorSpec([1, 8, 8, 16]), tf.TensorSpec([3, 3, 16, 32]))
   nodes = featurize.module_features(module)
   convolution = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "convolution"]
-  model = cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), convolution)
+  model = layout_cost_model.LayoutCostModel(nodes.instructions, layout_cost_model.costed_nodes(module), convolution)
   result, activations, kernel = (model.variables[v].choices.tolist() for v in model.node_variables[0])
   assert result == [[3, 2, 1, 0]]  # output features minor-most
   assert activations == kernel == [[3, 2, 1, 0], [2, 3, 1, 0]]
@@ -52,7 +45,7 @@ def _reshape_dot_program(elementwise=False):
   nodes = featurize.module_features(module)
   chosen = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "dot"
             or (inst.opcode == "reshape" and list(inst.shape.dimensions) == [64, 256])]
-  return nodes, cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), chosen)
+  return nodes, layout_cost_model.LayoutCostModel(nodes.instructions, layout_cost_model.costed_nodes(module), chosen)
 
 
 def test_every_configurable_op_has_two_to_eight_candidates_starting_with_the_default():
@@ -82,7 +75,7 @@ def test_a_consumer_reading_another_layout_than_its_producer_wrote_pays_a_fused_
   # copies: a pass fused into the consumer, COPY_SHARE of reading and writing the (64, 256)
   # float32 tensor, whatever its padding, with no launch of its own.
   mismatched = runtime(1, 0) + runtime(0, 1) - runtime(0, 0) - runtime(1, 1)
-  copy = cost_model.COPY_SHARE * 2 * (64 * 256 * 4) / cost_model.HBM_BYTES_PER_SECOND
+  copy = layout_cost_model.COPY_SHARE * 2 * (64 * 256 * 4) / hardware.HBM_BYTES_PER_SECOND
   assert mismatched == pytest.approx(2 * copy, rel=1e-9)
 
 
@@ -109,7 +102,7 @@ def _weight_gradient_program(input_features, output_features, batch, size):
                                       tf.TensorSpec([batch, size, size, output_features], tf.bfloat16))
   nodes = featurize.module_features(module)
   [convolution] = [i for i, inst in enumerate(nodes.instructions) if inst.opcode == "convolution"]
-  return nodes, cost_model.LayoutCostModel(nodes.instructions, cost_model.costed_nodes(module), [convolution])
+  return nodes, layout_cost_model.LayoutCostModel(nodes.instructions, layout_cost_model.costed_nodes(module), [convolution])
 
 
 def _convolution_seconds(nodes, model, result_choice, lhs_choice):
@@ -122,7 +115,7 @@ def _convolution_seconds(nodes, model, result_choice, lhs_choice):
   result, lhs = model.node_variables[0, :2]
   choices = np.zeros((1, len(model.variables)), np.int64)
   choices[0, [result, lhs]] = result_choice, lhs_choice
-  copy = lambda shape: cost_model.COPY_SHARE * 2 * cost_model.array_bytes(shape) / cost_model.HBM_BYTES_PER_SECOND
+  copy = lambda shape: layout_cost_model.COPY_SHARE * 2 * hardware.array_bytes(shape) / hardware.HBM_BYTES_PER_SECOND
   return model.runtimes(choices)[0] - result_choice * copy(convolution.shape)
 
 
@@ -136,16 +129,16 @@ def test_a_weight_gradient_result_fills_the_matrix_unit_lanes_with_its_minor_mos
   flops = 2 * (3 * 3 * 192 * 64) * (8 * 16 * 16)
 
   def utilisation(result_choice, lhs_choice):
-    seconds = _convolution_seconds(nodes, model, result_choice, lhs_choice) - cost_model.OP_OVERHEAD_SECONDS
-    return flops / (cost_model.MXU_FLOPS * seconds)
+    seconds = _convolution_seconds(nodes, model, result_choice, lhs_choice) - hardware.OP_OVERHEAD_SECONDS
+    return flops / (hardware.MXU_FLOPS * seconds)
 
   # Output features minor-most: their utilisation, however the lhs arrives.
   for lhs_choice in (0, 1):
-    assert utilisation(0, lhs_choice) == pytest.approx(cost_model.lane_utilisation(64), rel=1e-9)
+    assert utilisation(0, lhs_choice) == pytest.approx(hardware.lane_utilisation(64), rel=1e-9)
   # The 192 input features minor-most fill more lanes (192 of 256) than the 64 features (64 of
   # 128): moving away from the default is faster, streamed lhs or not.
   for lhs_choice in (0, 1):
-    assert utilisation(1, lhs_choice) == pytest.approx(cost_model.lane_utilisation(192), rel=1e-9)
+    assert utilisation(1, lhs_choice) == pytest.approx(hardware.lane_utilisation(192), rel=1e-9)
     assert _convolution_seconds(nodes, model, 1, lhs_choice) < _convolution_seconds(nodes, model, 0, lhs_choice)
 
 
@@ -157,15 +150,15 @@ def test_a_size_one_minor_most_result_dimension_is_slow_only_when_the_lhs_stream
   nodes, model = _weight_gradient_program(input_features=1, output_features=32, batch=8, size=32)
   seconds = lambda result_choice, lhs_choice: _convolution_seconds(nodes, model, result_choice, lhs_choice)
   flops = 2 * (3 * 3 * 1 * 32) * (8 * 32 * 32)
-  streamed = seconds(1, 1) - cost_model.OP_OVERHEAD_SECONDS
-  assert flops / streamed == pytest.approx(cost_model.VECTOR_FLOPS * cost_model.lane_utilisation(8), rel=1e-9)
+  streamed = seconds(1, 1) - hardware.OP_OVERHEAD_SECONDS
+  assert flops / streamed == pytest.approx(hardware.VECTOR_FLOPS * hardware.lane_utilisation(8), rel=1e-9)
   assert seconds(1, 1) > 5 * seconds(0, 1)
   # Not streamed: the 32 output features fill the lanes as in the default, and the op is
   # memory-bound again. Its operands cost their bytes in any layout; its result its padded bytes:
   # (3, 3, 1, 32) bf16 pads to 3 x 3 x 8 x 128 elements with the 32 features minor-most, to
   # 3 x 3 x 32 x 128 with the 1 input feature minor-most.
   assert seconds(0, 0) == pytest.approx(seconds(0, 1), rel=1e-12)
-  padding = (3 * 3 * 32 * 128 - 3 * 3 * 8 * 128) * 2 / cost_model.HBM_BYTES_PER_SECOND
+  padding = (3 * 3 * 32 * 128 - 3 * 3 * 8 * 128) * 2 / hardware.HBM_BYTES_PER_SECOND
   assert seconds(1, 0) - seconds(0, 0) == pytest.approx(padding, rel=1e-9)
 
 
@@ -174,8 +167,8 @@ def test_a_narrow_but_not_size_one_minor_most_result_dimension_stays_on_the_matr
   # lanes, no vector-unit loop.
   nodes, model = _weight_gradient_program(input_features=4, output_features=32, batch=8, size=32)
   flops = 2 * (3 * 3 * 4 * 32) * (8 * 32 * 32)
-  streamed = _convolution_seconds(nodes, model, 1, 1) - cost_model.OP_OVERHEAD_SECONDS
-  assert flops / (cost_model.MXU_FLOPS * streamed) == pytest.approx(cost_model.lane_utilisation(4), rel=1e-9)
+  streamed = _convolution_seconds(nodes, model, 1, 1) - hardware.OP_OVERHEAD_SECONDS
+  assert flops / (hardware.MXU_FLOPS * streamed) == pytest.approx(hardware.lane_utilisation(4), rel=1e-9)
 
 
 def _transpose_program():
@@ -184,9 +177,9 @@ def _transpose_program():
     return tf.matmul(y, w)
   module = from_tensorflow.hlo_module(program, tf.TensorSpec([4, 64, 256]), tf.TensorSpec([4, 64, 128]))
   nodes = featurize.module_features(module)
-  costed = cost_model.costed_nodes(module)
+  costed = layout_cost_model.costed_nodes(module)
   configurable = [i for i, inst in enumerate(nodes.instructions) if inst.opcode in ("transpose", "dot")]
-  return nodes, cost_model.LayoutCostModel(nodes.instructions, costed, configurable)
+  return nodes, layout_cost_model.LayoutCostModel(nodes.instructions, costed, configurable)
 
 
 def test_a_transpose_is_offered_the_layouts_that_make_it_a_bitcast():
@@ -194,7 +187,7 @@ def test_a_transpose_is_offered_the_layouts_that_make_it_a_bitcast():
   transpose = nodes.instructions[model.configurable_nodes[0]]
   assert transpose.opcode == "transpose"
   result, operand = model.variables[model.node_variables[0, 0]], model.variables[model.node_variables[0, 1]]
-  free = cost_model._bitcast_pairs(transpose, result, operand)
+  free = layout_cost_model._bitcast_pairs(transpose, result, operand)
   # Default result with the permuted operand, and the inversely permuted result with the default
   # operand, keep memory order; mixing the two does not.
   assert free.tolist() == [[False, True], [True, False]]
@@ -239,67 +232,6 @@ def test_configs_written_elsewhere_are_read_back_as_choices_and_unoffered_layout
   with pytest.raises(ValueError, match="configurable nodes"):
     model.choices_of(feats[:, :1])
 
-
-def _work(dims=(64, 512), flops=1e8, streamed_input_bytes=4e6, element_bytes=4):
-  return cost_model.KernelWork(output_dims=dims, output_minor_to_major=(1, 0), output_element_bytes=element_bytes,
-                               flops=flops, streamed_input_bytes=streamed_input_bytes, broadcast_input_bytes=0.0,
-                               scratch_bytes_per_element=0.0, uses_mxu=False)
-
-
-def _best_tile(work):
-  sizes = [[2**p for p in range(d.bit_length()) if 2**p <= d] for d in work.output_dims]
-  tiles = [(a, b) for a in sizes[0] for b in sizes[1]]
-  return min(tiles, key=lambda tile: cost_model.tile_runtime(work, tile))
-
-
-def test_tiles_that_overflow_on_chip_memory_run_single_buffered_and_spill():
-  work = _work(dims=(256, 1024), flops=1e6, streamed_input_bytes=256 * 1024 * 4)
-  fits = (8, 1024)  # 2 x (32 KiB output + 32 KiB input) buffers: just double-buffered
-  assert 2 * 2 * 8 * 1024 * 4 <= cost_model.VMEM_BYTES
-  overflows = (256, 1024)
-  assert cost_model.tile_runtime(work, overflows) > 1.5 * cost_model.tile_runtime(work, fits)
-
-
-def test_one_tile_leaves_a_core_idle():
-  work = _work(dims=(16, 1024), flops=1e5, streamed_input_bytes=16 * 1024 * 4)
-  assert cost_model.tile_runtime(work, (8, 1024)) < 0.7 * cost_model.tile_runtime(work, (16, 1024))
-
-
-def test_tiny_and_misaligned_tiles_are_slower_than_aligned_ones():
-  work = _work()
-  aligned = cost_model.tile_runtime(work, (8, 512))
-  assert cost_model.tile_runtime(work, (1, 1)) > 10 * aligned  # per-tile overhead
-  assert cost_model.tile_runtime(work, (8, 100)) > aligned  # 100 lanes padded to 128
-
-
-def test_the_best_tile_depends_on_the_kernel():
-  # Same output dims and config space. More operands (a bigger VMEM working set per output
-  # element) need smaller tiles; a compute-heavy body gains from a deeper pipeline.
-  base = _work(dims=(64, 1024), flops=1e4, streamed_input_bytes=64 * 1024 * 2, element_bytes=2)
-  many_operands = _work(dims=(64, 1024), flops=1e4, streamed_input_bytes=6 * 64 * 1024 * 2, element_bytes=2)
-  compute_heavy = _work(dims=(64, 1024), flops=64 * 1024 * 40, streamed_input_bytes=64 * 1024 * 2, element_bytes=2)
-  assert _best_tile(base) == (32, 1024)  # two tiles, one per core
-  assert math.prod(_best_tile(many_operands)) < math.prod(_best_tile(base))
-  assert math.prod(_best_tile(compute_heavy)) < math.prod(_best_tile(base))
-
-
-def test_a_convolution_kernel_tile_sets_reads_and_matrix_unit_use():
-  work = cost_model.KernelWork(
-      output_dims=(4, 8, 8, 256), output_minor_to_major=(3, 2, 1, 0), output_element_bytes=2, flops=3e8,
-      streamed_input_bytes=0.0, broadcast_input_bytes=0.0, scratch_bytes_per_element=0.0, uses_mxu=True,
-      activation_bytes=4 * 8 * 8 * 256 * 2, weight_bytes=9 * 256 * 256 * 2, feature_dimension=3,
-      convolution_features=(256, 256), convolution_window=9)
-  output_tile = (1, 8, 8, 256)
-  full = cost_model.tile_runtime(work, output_tile, (128, 128))
-  assert cost_model.tile_runtime(work, output_tile, (32, 128)) > 1.3 * full  # MXU a quarter used
-  assert cost_model.tile_runtime(work, output_tile, (128, 16)) > full  # activations re-read 16 times
-
-
-def test_measurement_noise_is_noise_fraction_and_seeded():
-  true = np.full(20000, 1e-3)
-  measured = cost_model.measure(true, np.random.default_rng(3))
-  assert measured.std() / measured.mean() == pytest.approx(cost_model.NOISE_FRACTION, rel=0.05)
-  assert (measured == cost_model.measure(true, np.random.default_rng(3))).all()
 
 
 if __name__ == "__main__":
