@@ -100,7 +100,8 @@ def main(argv):
   for graph, configurable in zip(found, configurables):
     ranking = model.rank(graph)
     top = ranking.best(_TOP.value)
-    best = [(index, score, sets) for (index, score), sets in zip(top, described(graph, [i for i, _ in top], configurable))]
+    sets_of_top = described(graph, [index for index, _ in top], configurable)
+    best = [(index, score, sets) for (index, score), sets in zip(top, sets_of_top)]
     print(f"{ranking.collection}:{ranking.graph_id}: {ranking.scores.size} configs, best first: "
           + ", ".join(f"{index} ({score:.4g})" for index, score, _ in best))
     for index, score, sets in best:

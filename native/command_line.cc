@@ -1,6 +1,7 @@
 #include "native/command_line.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 namespace tpu_graphs {
@@ -29,6 +30,18 @@ bool BooleanFlag(const Flags& flags, const std::string& name) {
   const std::string& text = flags.at(name);
   if (text != "true" && text != "false") throw UsageError("--" + name + " must be true or false");
   return text == "true";
+}
+
+int RunProgram(const char* program, const char* usage, int (*main)(int, char**), int argc, char** argv) {
+  try {
+    return main(argc, argv);
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "%s: %s\nusage: %s\n", program, error.what(), usage);
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: error: %s\n", program, error.what());
+    return 1;
+  }
 }
 
 std::string FromCallerDirectory(const std::string& path) {

@@ -29,6 +29,10 @@ int64_t IntegerFlag(const Flags& flags, const std::string& name, int64_t least);
 // Whether boolean flag `name` is "true"; UsageError for a value other than true or false.
 bool BooleanFlag(const Flags& flags, const std::string& name);
 
+// The exit status of a program whose `main` throws: its own status; 2, printing "<program>: <what>"
+// and the usage, for a UsageError; 1, printing "<program>: error: <what>", for anything else.
+int RunProgram(const char* program, const char* usage, int (*main)(int, char**), int argc, char** argv);
+
 // A path relative to where `bazel run` was started (the program runs in its runfiles).
 std::string FromCallerDirectory(const std::string& path);
 

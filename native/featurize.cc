@@ -68,14 +68,6 @@ int Main(int argc, char** argv) {
 }  // namespace tpu_graphs
 
 int main(int argc, char** argv) {
-  try {
-    return tpu_graphs::Main(argc, argv);
-  } catch (const tpu_graphs::UsageError& error) {
-    std::fprintf(stderr, "featurize: %s\nusage: featurize --input=<.pb> [--output_dir=<dir>] [--kernels] "
-                 "[--num_candidates=N] [--seed=S]\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "featurize: error: %s\n", error.what());
-    return 1;
-  }
+  return tpu_graphs::RunProgram("featurize", "featurize --input=<.pb> [--output_dir=<dir>] [--kernels] "
+                                "[--num_candidates=N] [--seed=S]", tpu_graphs::Main, argc, argv);
 }

@@ -4,7 +4,7 @@
 //
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz --top=5 --json=best.json
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/layout/export --hlo=module.pb --num_candidates=100
-//   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --hlo=optimized.pb --kernels --num_candidates=50
+//   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --hlo=opt.pb --kernels --num_candidates=50
 //
 // --mode=aot   the model's compiled library, <model>/native/libtpu_graphs_model.so
 //              (baselines/compile_native.py), loaded with dlopen: tile models, and layout
@@ -408,15 +408,8 @@ int Main(int argc, char** argv) {
 }  // namespace tpu_graphs
 
 int main(int argc, char** argv) {
-  try {
-    return tpu_graphs::Main(argc, argv);
-  } catch (const tpu_graphs::UsageError& error) {
-    std::fprintf(stderr, "rank: %s\nusage: rank --mode=aot|capi --model=<export dir> (--input=<npz> | --hlo=<pb> "
-                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] [--library=<.so>] "
-                 "[--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "rank: error: %s\n", error.what());
-    return 1;
-  }
+  return tpu_graphs::RunProgram("rank", "rank --mode=aot|capi --model=<export dir> (--input=<npz> | --hlo=<pb> "
+                                "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
+                                "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]",
+                                tpu_graphs::Main, argc, argv);
 }

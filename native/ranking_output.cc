@@ -56,7 +56,9 @@ std::string Sets(const RankedConfig& config, bool tile) {
   for (size_t i = 0; i < moved && i < kInstructionsShown; ++i) {
     text += i ? "; " : "";
     text += sets.layouts[i].instruction;
-    for (const TensorLayout& tensor : sets.layouts[i].tensors) text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
+    for (const TensorLayout& tensor : sets.layouts[i].tensors) {
+      text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
+    }
   }
   if (moved > kInstructionsShown) text += "; and " + std::to_string(moved - kInstructionsShown) + " more";
   return text;
@@ -87,7 +89,8 @@ std::string RankingText(const GraphRanking& ranking) {
   }
   text += "\n";
   for (const RankedConfig& config : ranking.best) {
-    text += "  config " + std::to_string(config.config) + " (" + Shown(config.score) + "): " + Sets(config, tile) + "\n";
+    text += "  config " + std::to_string(config.config) + " (" + Shown(config.score) + "): " + Sets(config, tile) +
+            "\n";
   }
   return text;
 }

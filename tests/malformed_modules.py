@@ -9,7 +9,8 @@ import pytest
 from tensorflow.compiler.xla.service import hlo_pb2
 
 
-def module(*instructions: dict, computations: Optional[list] = None, entry: Optional[int] = 1) -> hlo_pb2.HloModuleProto:
+def module(*instructions: dict, computations: Optional[list] = None,
+           entry: Optional[int] = 1) -> hlo_pb2.HloModuleProto:
   """An HloModuleProto of one computation (id 1) holding `instructions` (dicts of fields), the last
   one its root; `computations` adds (id, name, [called ids]) computations of one parameter each."""
   built = hlo_pb2.HloModuleProto(name="m")

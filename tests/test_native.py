@@ -327,7 +327,8 @@ def test_rank_hlo_ranks_a_transformer_blocks_candidate_layouts_as_rank_py(layout
                                    tmp_path / "native.json", tmp_path / "python.json")
   assert ranked["num_configs"] == 64 and "minor-most" in ranked["layouts_meaning"]
   moved = [best["layouts"] for best in ranked["best"] if best["layouts"]]
-  assert moved and all(re.fullmatch(r"(dot|reshape)\.\d+", name) and set(tensors) <= {"result", "operand 0", "operand 1"}
+  roles = {"result", "operand 0", "operand 1"}
+  assert moved and all(re.fullmatch(r"(dot|reshape)\.\d+", name) and set(tensors) <= roles
                        for layouts in moved for name, tensors in layouts.items())
 
 
@@ -384,9 +385,11 @@ def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, 
 
 @pytest.mark.parametrize("data, message", [
     (b"\x0a\xff\xff\xff\xff\x0f garbage", "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto"),
-    (malformed_modules.MODULES["dangling_operand"].SerializeToString(), "instruction 'neg' has operand id 99, which no instruction"),
+    (malformed_modules.MODULES["dangling_operand"].SerializeToString(),
+     "instruction 'neg' has operand id 99, which no instruction"),
     (malformed_modules.MODULES["two_instruction_cycle"].SerializeToString(), "depends on itself through its operands"),
-    (malformed_modules.MODULES["negative_dimension"].SerializeToString(), "has a negative dimension in its shape [4, -1]"),
+    (malformed_modules.MODULES["negative_dimension"].SerializeToString(),
+     "has a negative dimension in its shape [4, -1]"),
     (malformed_modules.MODULES["no_entry_computation"].SerializeToString(), "module 'm': has no entry computation"),
 ], ids=["garbage", "missing_operand", "cycle", "negative_dimension", "no_entry_computation"])
 def test_the_c_call_refuses_malformed_modules_with_a_status_and_a_message(tile_export, tmp_path, data, message):

@@ -100,7 +100,8 @@ def _refusals() -> list:
   data = layout.read_bytes() if layout.exists() else hlo_pb2.HloModuleProto(name="x").SerializeToString() * 50
   unknown_opcode = malformed_modules.module(malformed_modules.PARAMETER, {
       "name": "f", "opcode": "frobnicate", "id": 11, "operand_ids": [10]})
-  cases = [pytest.param(case.values[0].SerializeToString(), case.values[1], id=case.id) for case in malformed_modules.CASES]
+  cases = [pytest.param(case.values[0].SerializeToString(), case.values[1], id=case.id)
+           for case in malformed_modules.CASES]
   return cases + [
       pytest.param(unknown_opcode.SerializeToString(), r"instruction 'f' has opcode 'frobnicate', which the TpuGraphs "
                    "opcode numbering does not know", id="unknown_opcode"),

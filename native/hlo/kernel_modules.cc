@@ -65,7 +65,8 @@ std::vector<xla::HloModuleProto> KernelModules(const xla::HloModuleProto& module
                                   ? ""
                                   : "module " + Quoted(module.name()) + " ";
     throw HloError(source, named + "has no fusion instruction to make a kernel of: kernels need the optimized HLO "
-                                   "(stage='optimized_hlo_serialized'), not the unoptimized one (stage='hlo_serialized')");
+                                   "(stage='optimized_hlo_serialized', or XLA's *after_optimizations.hlo.pb dump), "
+                                   "not the unoptimized one (stage='hlo_serialized')");
   }
   const int64_t next_id = largest_id + 1;
   std::vector<xla::HloModuleProto> kernels;

@@ -52,7 +52,8 @@ std::vector<ConfigurableTensors> ConfigurableTensorsOf(const ModuleGraph& nodes,
     ConfigurableTensors tensors{instruction.name(), {OwnLayout(instruction.shape())}};
     for (const int64_t operand_id : instruction.operand_ids()) {
       if (static_cast<int>(tensors.own_layouts.size()) == kLayoutMaxTensors) break;
-      tensors.own_layouts.push_back(OwnLayout(nodes.instructions[nodes.node_by_instruction_id.at(operand_id)]->shape()));
+      const xla::HloInstructionProto& operand = *nodes.instructions[nodes.node_by_instruction_id.at(operand_id)];
+      tensors.own_layouts.push_back(OwnLayout(operand.shape()));
     }
     configurable.push_back(std::move(tensors));
   }
@@ -103,7 +104,8 @@ Graph LayoutGraphOf(const ModuleTuningData& tuning, const std::string& given_sou
   graph.num_configs = static_cast<int64_t>(graph.config_runtime.size());
   const bool measured = tuning.runs_size() > 0;
   if (measured && graph.num_configs == 0) {
-    throw HloError(source, "none of the " + std::to_string(tuning.runs_size()) + " runs succeeded with a layout config");
+    throw HloError(source,
+                   "none of the " + std::to_string(tuning.runs_size()) + " runs succeeded with a layout config");
   }
   if (!measured) graph.split = kUnlabelledSplit;
   graph.configurable = ConfigurableTensorsOf(nodes, graph.node_config_ids);

@@ -96,8 +96,8 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
     dims = preferred_minor_dims(instruction, by_id)
     if instruction.opcode == "convolution" and instruction.convolution_dimension_numbers.output_batch_dimension == 0:
       swapped[0] = None
-    return [swap if dim is None or dim == rank - 1 or not 0 <= dim < rank else with_minor_most(default_layout(rank), dim)
-            for swap, dim, rank in zip(swapped, dims, ranks)]
+    return [swap if dim is None or dim == rank - 1 or not 0 <= dim < rank
+            else with_minor_most(default_layout(rank), dim) for swap, dim, rank in zip(swapped, dims, ranks)]
   if instruction.opcode == "transpose" and len(tensors) == 2:
     permutation = list(instruction.dimensions)
     if sorted(permutation) != list(range(ranks[0])) or ranks[1] != ranks[0]:
@@ -136,7 +136,8 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: Random) -> np.nda
 
 def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                        graph_id: Optional[str] = None, collection: str = "layout:xla:default",
-                       source: Optional[str] = None, configurable: Optional[Sequence[int]] = None) -> graphs.LayoutGraph:
+                       source: Optional[str] = None,
+                       configurable: Optional[Sequence[int]] = None) -> graphs.LayoutGraph:
   """An unlabelled layout graph of a whole module whose configs are candidate layouts.
 
   Configurable nodes are `configurable` (node indices, as a tuning data's config_index_to_node)

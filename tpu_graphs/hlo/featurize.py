@@ -239,7 +239,8 @@ def _without_configs(graph: graphs.Graph) -> graphs.Graph:
   if isinstance(graph, graphs.TileGraph):
     return dataclasses.replace(graph, config_feat=graph.config_feat[:0], config_runtime=graph.config_runtime[:0],
                                config_runtime_normalizers=graph.config_runtime_normalizers[:0])
-  return dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:0], config_runtime=graph.config_runtime[:0])
+  return dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:0],
+                             config_runtime=graph.config_runtime[:0])
 
 
 def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = None,
@@ -413,8 +414,8 @@ def kernel_modules(module: hlo_pb2.HloModuleProto, source: Optional[str] = None)
   if not fusions:
     named = "" if f"{module.name!r}" in source else f"module {module.name!r} "
     raise graphs.GraphFileError(source, f"{named}has no fusion instruction to make a kernel of: kernels need the "
-                                "optimized HLO (stage='optimized_hlo_serialized'), not the unoptimized one "
-                                "(stage='hlo_serialized')")
+                                "optimized HLO (stage='optimized_hlo_serialized', or XLA's *after_optimizations.hlo.pb "
+                                "dump), not the unoptimized one (stage='hlo_serialized')")
   next_id = 1 + max(instructions)
   kernels = []
   for fusion in fusions:
