@@ -274,8 +274,7 @@ def measure_module(temporary: pathlib.Path) -> None:
   benchmark_results.write(
       "native", f"A module's bytes to its best configs, in Python and through a compiled model library's one C call: "
       f"featurizing (the graphs and their candidate configs) and the whole call, median of {_MODULE_CALLS.value} "
-      "calls after a first, untrained models, each way in a fresh process", "
-".join(rows), _MODULE_OUT.value)
+      "calls after a first, untrained models, each way in a fresh process", "\n".join(rows), _MODULE_OUT.value)
 
 
 def main(argv):

@@ -6,6 +6,7 @@ without runs featurizes to the same graph without configs; malformed input is re
 Python featurizer's own message. tests/test_native_zoo.py checks the zoo's programs."""
 
 import pathlib
+import random
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from featurizer_parity import assert_featurized_alike, native_graphs
+from featurizer_parity import assert_featurized_alike, native_graphs, python_graphs
 import malformed_modules
 import native_builds
 import sample_data
@@ -124,6 +125,42 @@ def test_malformed_input_is_refused_by_both_featurizers_with_the_same_message(da
                               f"--output_dir={tmp_path / 'out'}"], capture_output=True, text=True, timeout=60)
   assert (completed.returncode, completed.stdout) == (1, "")
   assert completed.stderr == f"featurize: error: {refused.value}\n"
+
+
+def _mutated(data: bytes, rng: random.Random) -> bytes:
+  """`data` with one to four bytes overwritten, runs deleted or bytes inserted at random places."""
+  data = bytearray(data)
+  for _ in range(rng.randint(1, 4)):
+    where, kind = rng.randrange(len(data)), rng.random()
+    if kind < 0.5:
+      data[where] = rng.randrange(256)
+    elif kind < 0.75:
+      del data[where:where + rng.randint(1, 8)]
+    else:
+      data[where:where] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+  return bytes(data)
+
+
+def test_damaged_modules_get_the_same_graphs_or_the_same_refusal_from_both_never_a_crash(dumps, tmp_path):
+  """Random damage to XLA's dumps: most is refused (a field cut short, a dangling id, bytes that
+  parse as another message), some still parses; either way both featurizers answer alike."""
+  rng = random.Random(0)
+  sources = [dump.read_bytes() for dumped in dumps.values()
+             for dump in (dumped.before_optimizations, dumped.after_optimizations)]
+  for case in range(40):
+    path = tmp_path / f"damaged{case}.pb"
+    path.write_bytes(_mutated(rng.choice(sources), rng))
+    for flags in ((), ("--kernels",), ("--num_candidates=20",), ("--kernels", "--num_candidates=10")):
+      completed = subprocess.run([str(native_builds.built("native/featurize")), f"--input={path}",
+                                  f"--output_dir={tmp_path / 'out' / str(case)}", *flags], capture_output=True,
+                                 text=True, timeout=60)
+      assert completed.returncode in (0, 1), completed.stderr  # never a signal
+      if completed.returncode == 1:
+        with pytest.raises(graphs.GraphFileError) as refused:
+          python_graphs(path, *flags)
+        assert completed.stderr == f"featurize: error: {refused.value}\n"
+      else:
+        assert_featurized_alike(path, tmp_path / "again" / str(case), *flags)
 
 
 def test_bad_flags_get_the_usage_and_status_2(tmp_path):
