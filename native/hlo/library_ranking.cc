@@ -1,6 +1,5 @@
 #include "native/hlo/library_ranking.h"
 
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -10,6 +9,7 @@
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/hlo_input.h"
 #include "native/hlo/module_ranking.h"
+#include "library_checks.h"
 
 namespace tpu_graphs {
 namespace {
@@ -20,9 +20,9 @@ struct ScoreRefused {
   std::string message;
 };
 
+// The message of a refused call (library_checks.h), from a string.
 int Fail(int status, const std::string& text, char* message, size_t message_size) {
-  if (message != nullptr && message_size > 0) std::snprintf(message, message_size, "%s", text.c_str());
-  return status;
+  return tpu_graphs_library::Fail(status, message, message_size, "%s", text.c_str());
 }
 
 // The C ranking and everything it points to, freed as one.
