@@ -356,6 +356,20 @@ def test_rank_hlo_ranks_tuning_data_without_runs_through_candidates_as_rank_py(l
     assert program.returncode == 1 and "has no configs to rank: nothing was measured yet" in program.stderr
 
 
+def test_rank_says_as_rank_py_what_the_best_configs_of_npz_files_set(tile_export, layout_library, tmp_path):
+  """An npz file names no instructions: layouts by node index, every node a config sets."""
+  for export, relative in ((tile_export, REAL_TILE_FILES[1]), (layout_library, REAL_LAYOUT_FILES[0])):
+    path = sample_data.require_sample(relative)
+    native = _rank("aot", export, path, tmp_path / "native.json")
+    python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export}", f"--input={path}", f"--top={TOP}",
+                             f"--json={tmp_path / 'python.json'}"], capture_output=True, text=True, timeout=300)
+    [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+    described = [best.get("layouts", best.get("output_tile")) for best in ranked["best"]]
+    assert all(described)
+    if "layouts" in ranked["best"][0]:
+      assert all(name.startswith("node ") for layouts in described for name in layouts)
+
+
 def test_rank_hlo_ranks_the_measured_configs_of_tuning_data_naming_the_instructions_they_move(layout_library, tmp_path):
   path = sample_data.require_sample(LAYOUT_PB)
   [ranked] = _assert_same_rankings(_rank_module("aot", layout_library, path, tmp_path / "native.json"),
