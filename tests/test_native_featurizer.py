@@ -18,11 +18,14 @@ from featurizer_parity import assert_featurized_alike, native_graphs, python_gra
 import malformed_modules
 import native_builds
 import sample_data
+from google.protobuf import descriptor_pb2, text_format
+from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.hlo import candidates, featurize, opcodes, tuning_pb2, xla_dumps
 
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _sample_protos() -> list:
@@ -89,10 +92,22 @@ def test_feature_values_beyond_64_bits_and_below_zero_are_bit_identical(tmp_path
 
 
 def test_opcode_numbering_is_the_python_one():
-  listed = (pathlib.Path(native_builds.__file__).resolve().parents[1] / "native" / "hlo" / "opcodes.cc").read_text()
+  listed = (REPOSITORY / "native" / "hlo" / "opcodes.cc").read_text()
   table = listed.split("kOpcodesById[] = {", 1)[1].split("};", 1)[0]
   names = re.findall(r'"([^"]+)"|(nullptr)', table)
   assert {name: number for number, (name, _) in enumerate(names) if name} == opcodes.OPCODE_IDS
+
+
+def test_checked_in_xla_message_definitions_are_the_pinned_tensorflows():
+  """native/hlo builds XLA's classes from a checked-in descriptor set (scripts/generate_protos dumps
+  it): it must be what this TensorFlow's Python classes are, marked for protobuf's lite runtime."""
+  checked_in = descriptor_pb2.FileDescriptorSet()
+  text_format.Parse((REPOSITORY / "native" / "hlo" / "xla_protos.textproto").read_text(), checked_in)
+  expected = descriptor_pb2.FileDescriptorSet()
+  for module in (xla_data_pb2, hlo_pb2):
+    module.DESCRIPTOR.CopyToProto(expected.file.add())
+    expected.file[-1].options.optimize_for = descriptor_pb2.FileOptions.LITE_RUNTIME
+  assert checked_in == expected
 
 
 def _refusals() -> list:
