@@ -1,4 +1,5 @@
-"""Ranks the configs of a TpuGraphs file or an HLO proto with an exported model; prints the best.
+"""Ranks the configs of a TpuGraphs file or an HLO proto with an exported model; prints the best,
+each with what it sets.
 
   python baselines/rank.py --model out/tiles/export --input kernel.npz
   python baselines/rank.py --model out/layout/export --input module_tuning_data.pb --top 10 --json best.json
@@ -6,59 +7,108 @@
   python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100
 
 --model is a serving SavedModel (the export/ folder of a training run, see
-tpu_graphs/export/saved_model.py). A .pb input is featurized first (ModuleTuningData, TuningData
-or a bare HloModuleProto; --kernels: one tile graph per fusion of an optimized module).
---num_candidates: a bare HloModuleProto's own configs are replaced by candidates, as XLA's
-autotuners would try them (tpu_graphs/hlo/candidates.py): up to that many combinations of its
-ops' candidate layouts (config 0 the default), or with --kernels each fusion's candidate tile
-sizes; config i is candidate i, drawn with --seed. --json
-writes [{"id", "collection", "num_configs", "best": [{"config", "score"}]}] per graph; with
---num_candidates each best entry also says what it sets (candidates.describe: "output_tile" and
-"kernel_tile", or "layouts" of the nodes it moves from the default).
+tpu_graphs/export/saved_model.py). A .pb input is featurized first: a ModuleTuningData, a
+TuningData, a bare HloModuleProto or an HloProto (XLA's --xla_dump_hlo_as_proto, *.hlo.pb);
+--kernels: one tile graph per fusion of an optimized module.
+--num_candidates: instead of the configs the input holds (a module's own, a tuning data's
+measured runs; tuning data without runs holds none), up to that many configs as XLA's autotuners
+would try them (tpu_graphs/hlo/candidates.py): combinations of the program's ops' candidate
+layouts (config 0 the default), or with --kernels each fusion's candidate tile sizes; config i is
+candidate i, drawn with --seed. //native:rank --hlo ranks the same candidates without Python.
+
+Each best config is printed with what it sets (tpu_graphs/hlo/descriptions.py): the output and
+kernel tile sizes, or the layouts of the instructions it moves from the module's own, by
+instruction name. --json writes [{"id", "collection", "num_configs", "layouts_meaning" (layout),
+"best": [{"config", "score", "output_tile", "kernel_tile"} or {"config", "score", "layouts":
+{instruction: {"result": [dims], "operand 0": [dims], ...}}}]}] per graph; "layouts_meaning"
+says how to read the layouts (the listed dims minor-most, the others free).
 """
 
 import json
 import pathlib
 
 from absl import flags
+import numpy as np
 
 from baselines import program
-from tpu_graphs.data import storage
+from tpu_graphs.data import graphs, npz, storage
 from tpu_graphs.export import ranker
 from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import descriptions
+from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import tuning_pb2
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
 _INPUT = flags.DEFINE_string("input", None, "A TpuGraphs .npz file or an HLO .pb file.", required=True)
 _TOP = flags.DEFINE_integer("top", 5, "How many of the best configs to print and write per graph.")
 _JSON = flags.DEFINE_string("json", None, "Also write the best configs of every graph to this JSON file.")
-_KERNELS = flags.DEFINE_bool("kernels", False, "For a bare HloModuleProto: rank the tile configs of each fusion.")
+_KERNELS = flags.DEFINE_bool("kernels", False, "For an HLO module: rank the tile configs of each fusion.")
 _NUM_CANDIDATES = flags.DEFINE_integer(
-    "num_candidates", None, "For a bare HloModuleProto: rank up to this many candidate configs (layout "
-    "combinations, or with --kernels tile sizes per fusion) instead of the module's own.")
+    "num_candidates", None, "For an HLO module or tuning data: rank up to this many candidate configs (layout "
+    "combinations, or with --kernels tile sizes per fusion) instead of the ones it holds.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the candidates drawn with --num_candidates.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
 program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
+program.require_at_least(0, _SEED)
+
+
+def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list]:
+  """The graphs of --input with their configs, and per graph the configurable instructions its
+  descriptions name (None: tile graphs, and npz files, which name no instructions)."""
+  if path.endswith(".npz"):
+    if _NUM_CANDIDATES.value is not None or _KERNELS.value:
+      raise graphs.GraphFileError(path, "an npz file carries its graph and configs; --kernels and --num_candidates "
+                                  "are for an HLO module (.pb)")
+    return [npz.read_graph(path, stream_configs=True)], [None]
+  proto = featurize.read_hlo_file(path)
+  if _NUM_CANDIDATES.value is None:
+    found = featurize.graphs_of_proto(proto, _KERNELS.value, path)
+    for graph in found:
+      if not graph.num_configs:
+        raise graphs.GraphFileError(path, f"{graph.graph_id} has no configs to rank: nothing was measured yet "
+                                    "(tuning data without runs); rank its candidates instead (--num_candidates)")
+  else:
+    found = candidates.candidate_graphs(proto, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value, path)
+  module = proto.module if isinstance(proto, tuning_pb2.ModuleTuningData) else proto
+  return found, [descriptions.configurable_tensors(module, graph.node_config_ids)
+                 if isinstance(graph, graphs.LayoutGraph) else None for graph in found]
+
+
+def described(graph: graphs.Graph, configs: list[int], configurable) -> list[dict]:
+  """What each of `configs` sets (descriptions.py); an npz file's config features, left on disk,
+  are read once more in chunks for the rows asked."""
+  tile = isinstance(graph, graphs.TileGraph)
+  held = graph.config_feat if tile else graph.node_config_feat
+  if isinstance(held, np.ndarray):
+    rows = {config: held[config] for config in configs}
+  else:
+    rows, start = {}, 0
+    for chunk in held.iter_chunks(_CONFIGS_PER_CALL.value):
+      rows.update({config: chunk[config - start] for config in configs if start <= config < start + len(chunk)})
+      start += len(chunk)
+  return [descriptions.describe_tile_config(rows[config]) if tile else
+          descriptions.describe_layout_config(rows[config], graph.node_config_ids, configurable) for config in configs]
 
 
 def main(argv):
   del argv
   program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
-  if _NUM_CANDIDATES.value is None:
-    ranked = [(ranking, None) for ranking in model.rank_file(_INPUT.value, kernels=_KERNELS.value)]
-  else:
-    found = candidates.candidate_graphs_from_file(_INPUT.value, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value)
-    ranked = [(model.rank(graph), graph) for graph in found]
+  found, configurables = graphs_to_rank(_INPUT.value)
   result = []
-  for ranking, graph in ranked:
-    best = ranking.best(_TOP.value)
+  for graph, configurable in zip(found, configurables):
+    ranking = model.rank(graph)
+    top = ranking.best(_TOP.value)
+    sets_of_top = described(graph, [index for index, _ in top], configurable)
+    best = [(index, score, sets) for (index, score), sets in zip(top, sets_of_top)]
     print(f"{ranking.collection}:{ranking.graph_id}: {ranking.scores.size} configs, best first: "
-          + ", ".join(f"{index} ({score:.4g})" for index, score in best))
+          + ", ".join(f"{index} ({score:.4g})" for index, score, _ in best))
+    for index, score, sets in best:
+      print(f"  config {index} ({score:.4g}): {descriptions.summary(sets)}")
+    meaning = {"layouts_meaning": descriptions.LAYOUTS_MEANING} if isinstance(graph, graphs.LayoutGraph) else {}
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
-                   "best": [{"config": index, "score": score,
-                             **(candidates.describe(graph, index) if graph is not None else {})}
-                            for index, score in best]})
+                   **meaning, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})
   if _JSON.value:
     pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with storage.atomic_path(_JSON.value) as temporary:

@@ -1,13 +1,22 @@
 """What calling the model costs from Python, through TensorFlow's C API and as an AOT-compiled library.
 
   bazel build //native:all
-  python benchmarks/native.py [--kinds tile,layout]   # writes benchmarks/results/native{,_layout}.md
+  python benchmarks/native.py [--kinds tile,layout,module]   # writes benchmarks/results/native{,_layout,_module}.md
 
 * tile (native.md): the first 100 configs of the real sample's median-size kernel with at least
   100 configs (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
 * layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops),
   one call (the Ranker's default of 2,048 configs per call); the SavedModel prunes the graph inside
   its graph, the AOT library on the host (native/layout_pruning.cc) before its compiled bucket.
+
+* module (native_module.md): a module's bytes to its best configs, the question a compiler asks:
+  the real sample's layout tuning data (unet_3d, its runs ignored) and a transformer block XLA
+  dumped itself (tpu_graphs/hlo/xla_dumps.py), each with 100 candidate layouts for a layout model,
+  and the transformer block's fusions with 50 candidate tile sizes each for a tile model; the
+  featurizing (bytes to graphs with their candidate configs) and the whole call (featurizing,
+  scoring, the top 5 and what each sets) of the Python path (featurize.py, candidates.py, the
+  SavedModel through the Ranker) against the compiled library's tpu_graphs_rank_module
+  (native/hlo; //native:rank --hlo --repeat), median of --module_calls calls after a first.
 
 Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
 way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
@@ -45,12 +54,21 @@ WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank -
 
 _CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
 _LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
+_MODULE_CALLS = flags.DEFINE_integer("module_calls", 10, "Module calls (featurize, whole call) timed per way.")
 _MEASURE = flags.DEFINE_string("measure", None, "Internal: time the Python SavedModel --model on this npz file.")
-_MODEL = flags.DEFINE_string("model", None, "Internal: the SavedModel of --measure.")
+_MEASURE_MODULE = flags.DEFINE_string("measure_module", None, "Internal: time the Python path from this module's bytes "
+                                      "to --model's best configs (with --kernels: of its fusions).")
+_KERNELS = flags.DEFINE_bool("kernels", False, "Internal: --measure_module ranks tile configs of fusions.")
+_MODEL = flags.DEFINE_string("model", None, "Internal: the SavedModel of --measure and --measure_module.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("native")), "Markdown table of tile models.")
 _LAYOUT_OUT = flags.DEFINE_string("layout_out", str(benchmark_results.default_path("native_layout")),
                                   "Markdown table of layout models.")
-_KINDS = flags.DEFINE_list("kinds", ["tile", "layout"], "The collections measured, each written to its table.")
+_MODULE_OUT = flags.DEFINE_string("module_out", str(benchmark_results.default_path("native_module")),
+                                  "Markdown table of module calls.")
+_KINDS = flags.DEFINE_list("kinds", ["tile", "layout", "module"], "What is measured (tile, layout, module), each "
+                           "written to its table.")
+MODULE_CANDIDATES = {"layout": 100, "tile": 50}
+TOP = 5
 
 
 def python_median_call(model: str, path: str, calls: int) -> float:
@@ -70,6 +88,46 @@ def python_median_call(model: str, path: str, calls: int) -> float:
     if not np.array_equal(scores, first):
       raise RuntimeError("two calls on the same file scored differently")
   return float(np.median(seconds))
+
+
+def python_module_call(model: str, path: str, kernels: bool, calls: int) -> dict:
+  """Median seconds of the Python path from a module's bytes to the best configs: featurizing (the
+  graphs and their candidates) and the whole call (featurizing, scoring with the SavedModel, the
+  best TOP and what each sets)."""
+  import numpy as np
+  from tpu_graphs.data import graphs
+  from tpu_graphs.export import ranker
+  from tpu_graphs.hlo import candidates, descriptions, featurize, tuning_pb2
+  data = pathlib.Path(path).read_bytes()
+  model_ranker = ranker.Ranker(model)
+  count = MODULE_CANDIDATES["tile" if kernels else "layout"]
+
+  def featurized():
+    proto = featurize.parse_hlo_proto(data, path)
+    return proto, candidates.candidate_graphs(proto, count, kernels, 0, path)
+
+  def whole_call():
+    proto, found = featurized()
+    module = proto.module if isinstance(proto, tuning_pb2.ModuleTuningData) else proto
+    best = []
+    for graph in found:
+      tensors = descriptions.configurable_tensors(module, graph.node_config_ids) if isinstance(
+          graph, graphs.LayoutGraph) else None
+      best.append([(index, descriptions.describe(graph, index, tensors))
+                   for index, _ in model_ranker.rank(graph).best(TOP)])
+    return best
+
+  def median(call) -> float:
+    first = call()
+    seconds = []
+    for _ in range(calls):
+      start = time.perf_counter()
+      result = call()
+      seconds.append(time.perf_counter() - start)
+      if call is whole_call and result != first:
+        raise RuntimeError("two calls on the same module ranked differently")
+    return float(np.median(seconds))
+  return {"featurize_s": median(featurized), "call_s": median(whole_call), "peak_mb": peak_rss_mb()}
 
 
 def peak_rss_mb() -> float:
@@ -164,17 +222,76 @@ def measure_layout(temporary: pathlib.Path) -> None:
       "process", "\n".join(rows), _LAYOUT_OUT.value)
 
 
+def measure_module_way(way: str, model: pathlib.Path, path: pathlib.Path, kernels: bool) -> dict:
+  """{"featurize_s", "call_s", "peak_mb"} of one way (python, aot) on one module, in a fresh process."""
+  if way == "python":
+    stdout = _run([sys.executable, __file__, f"--measure_module={path}", f"--model={model}",
+                   f"--kernels={kernels}", f"--module_calls={_MODULE_CALLS.value}"])
+    return json.loads(stdout.strip().splitlines()[-1])
+  count = MODULE_CANDIDATES["tile" if kernels else "layout"]
+  stdout = _run([str(RANK), "--mode=aot", f"--model={model}", f"--hlo={path}", f"--num_candidates={count}",
+                 f"--top={TOP}", f"--repeat={_MODULE_CALLS.value}", *(["--kernels"] if kernels else [])])
+  return {"featurize_s": float(stdout.split("median featurize: ")[1].split()[0]),
+          "call_s": float(stdout.split("median call: ")[1].split()[0]),
+          "peak_mb": int(stdout.split("peak RSS: ")[1].split()[0]) / 1024}
+
+
+def measure_module(temporary: pathlib.Path) -> None:
+  """Measures module calls both ways and writes --module_out."""
+  from tpu_graphs.export import native_library
+  from tpu_graphs.hlo import featurize, xla_dumps
+  dump = xla_dumps.dump_programs(["transformer_block"], temporary / "dumps")["transformer_block"]
+  layout_proto = locations.sample_path("pb/official_testdata/module_tuning_data_layout.pb")
+  cpu = "x86-64-v3"
+  models = {"layout": untrained.export_untrained("layout:xla:default", temporary / "module_layout", prune_hops=0,
+                                                 static_signatures=True),
+            "tile": untrained.export_untrained("tile:xla", temporary / "module_tile", static_signatures=True)}
+  for model in models.values():
+    native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+  inputs = [("the real unet_3d.4x4.bf16 layout tuning data (`module_tuning_data_layout.pb`, runs ignored)",
+             layout_proto, "layout", False),
+            ("a transformer block XLA dumped (`*.before_optimizations.hlo.pb`)", dump.before_optimizations,
+             "layout", False),
+            ("its fusions (`*.cpu_after_optimizations.hlo.pb`, `--kernels`)", dump.after_optimizations, "tile", True)]
+  rows = ["| module | graphs (ops, configs each) | model | way | featurize | whole call (bytes to top 5) | vs Python "
+          "| peak RSS |", "|---|---|---|---|---:|---:|---:|---:|"]
+  for name, path, kind, kernels in inputs:
+    proto = featurize.read_hlo_file(path)
+    found = featurize.graphs_of_proto(proto, kernels)
+    sizes = (f"{found[0].node_feat.shape[0]:,} ops, {len(found[0].node_config_ids)} configurable, "
+             f"{MODULE_CANDIDATES[kind]} candidates" if kind == "layout" else
+             f"{len(found)} fusions of {min(g.node_feat.shape[0] for g in found)}-"
+             f"{max(g.node_feat.shape[0] for g in found)} ops, up to {MODULE_CANDIDATES[kind]} candidates")
+    measured = {way: measure_module_way(way, models[kind], path, kernels) for way in ("python", "aot")}
+    model_name = f"{kind}, default size (64 units, 3 layers)" + ("; pruned to configurable ops" if kind == "layout"
+                                                                   else "")
+    for way, label in (("python", "Python (featurize.py, candidates.py, SavedModel)"),
+                       ("aot", f"`tpu_graphs_rank_module`, library for {cpu}")):
+      m = measured[way]
+      rows.append(f"| {name} | {sizes} | {model_name} | {label} | {m['featurize_s'] * 1e3:,.1f} ms | "
+                  f"{m['call_s'] * 1e3:,.1f} ms | {measured['python']['call_s'] / m['call_s']:,.1f}× | "
+                  f"{m['peak_mb']:,.0f} MB |")
+  benchmark_results.write(
+      "native", f"A module's bytes to its best configs, in Python and through a compiled model library's one C call: "
+      f"featurizing (the graphs and their candidate configs) and the whole call, median of {_MODULE_CALLS.value} "
+      "calls after a first, untrained models, each way in a fresh process", "\n".join(rows), _MODULE_OUT.value)
+
+
 def main(argv):
   del argv
+  if _MEASURE_MODULE.value:
+    print(json.dumps(python_module_call(_MODEL.value, _MEASURE_MODULE.value, _KERNELS.value, _MODULE_CALLS.value)))
+    return
   if _MEASURE.value:
     seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
     print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
     return
   from tpu_graphs.export import native_library
-  unknown = set(_KINDS.value) - {"tile", "layout"}
+  unknown = set(_KINDS.value) - {"tile", "layout", "module"}
   if unknown:
-    raise SystemExit(f"--kinds: unknown {sorted(unknown)}; known: tile, layout")
-  for built in (RANK, *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
+    raise SystemExit(f"--kinds: unknown {sorted(unknown)}; known: tile, layout, module")
+  for built in (RANK, RUNTIME_DIR / native_library.FEATURIZER_ARCHIVE,
+                *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
     if not built.exists():
       raise SystemExit(f"{built} is missing: bazel build //native:all")
   with tempfile.TemporaryDirectory() as temporary:
@@ -182,6 +299,8 @@ def main(argv):
       measure_tile(pathlib.Path(temporary))
     if "layout" in _KINDS.value:
       measure_layout(pathlib.Path(temporary))
+    if "module" in _KINDS.value:
+      measure_module(pathlib.Path(temporary))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hlo/library_ranking.h"
 #include "layout_pruning.h"
 #include "library_checks.h"
 #include "tpu_graphs_model.h"
@@ -180,4 +181,11 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
   } catch (const std::exception& error) {  // std::bad_alloc of the pruning, or of the program's buffers
     return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", error.what());
   }
+}
+
+extern "C" int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
+                                      int64_t top_k, tpu_graphs_module_ranking** ranking, char* message,
+                                      size_t message_size) {
+  return tpu_graphs::RankModuleWithLibrary(nullptr, &tpu_graphs_score_layout, module, module_size, num_candidates,
+                                           seed, top_k, ranking, message, message_size);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 
+#include "hlo/library_ranking.h"
 #include "library_checks.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
@@ -112,4 +113,11 @@ extern "C" int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, 
               "the kernel has %lld ops and %lld edges; this model was compiled for at most %lld ops and %lld edges",
               static_cast<long long>(num_nodes), static_cast<long long>(num_edges), static_cast<long long>(max_nodes),
               static_cast<long long>(max_edges));
+}
+
+extern "C" int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
+                                      int64_t top_k, tpu_graphs_module_ranking** ranking, char* message,
+                                      size_t message_size) {
+  return tpu_graphs::RankModuleWithLibrary(&tpu_graphs_score_tile, nullptr, module, module_size, num_candidates, seed,
+                                           top_k, ranking, message, message_size);
 }

@@ -1,16 +1,25 @@
-// Ranks the configs of a TpuGraphs .npz file with a trained model, without Python: the call a
-// compiler makes (docs/compiler.md). Writes the JSON baselines/rank.py --json writes.
+// Ranks the configs of a TpuGraphs .npz file, or of an XLA module, with a trained model, without
+// Python: the call a compiler makes (docs/compiler.md). Prints and writes what baselines/rank.py
+// prints and writes (--json), each best config with what it sets.
 //
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz --top=5 --json=best.json
+//   bazel run //native:rank -- --mode=aot --model=$PWD/out/layout/export --hlo=module.pb --num_candidates=100
+//   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --hlo=opt.pb --kernels --num_candidates=50
 //
 // --mode=aot   the model's compiled library, <model>/native/libtpu_graphs_model.so
 //              (baselines/compile_native.py), loaded with dlopen: tile models, and layout
-//              models that prune their graphs (the library prunes each graph as the SavedModel does).
+//              models that prune their graphs (the library prunes each graph as the SavedModel
+//              does). With --hlo, one call of the library's tpu_graphs_rank_module.
 // --mode=capi  the SavedModel itself through TensorFlow's C API (TF_LoadSessionFromSavedModel),
-//              libtensorflow_cc.so.2 of the wheel loaded with dlopen: every collection.
-// --repeat=N (benchmarks/native.py) scores the file N more times and prints the median seconds
-// per call and the process's peak RSS. Exit status 0; 1 for input or a model that cannot be used (one line naming the problem); 2 for
-// bad flags.
+//              libtensorflow_cc.so.2 of the wheel loaded with dlopen: every collection; an --hlo
+//              module is featurized here (native/hlo).
+// --input=<npz> a TpuGraphs file; --hlo=<pb> an HloModuleProto, HloProto (XLA's
+//              --xla_dump_hlo_as_proto) or tuning data: its program's layout configs or, with
+//              --kernels, its fusions' tile configs; --num_candidates=N: N candidate configs drawn
+//              with --seed (tpu_graphs/hlo/candidates.py) instead of the ones it holds.
+// --repeat=N (benchmarks/native.py) ranks N more times and prints the median seconds per call
+// (with --hlo: also of featurizing in this process) and the process's peak RSS. Exit status 0; 1
+// for input or a model that cannot be used (one line naming the problem); 2 for bad flags.
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -18,7 +27,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -31,19 +39,21 @@
 #include <string>
 #include <vector>
 
+#include "native/command_line.h"
+#include "native/graph_arrays.h"
+#include "native/hlo/config_description.h"
+#include "native/hlo/hlo_input.h"
+#include "native/hlo/module_ranking.h"
 #include "native/npz.h"
+#include "native/ranking_output.h"
 #include "native/tensorflow_c_api.h"
 #include "native/tpu_graphs_model.h"
 
 namespace tpu_graphs {
 namespace {
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 // A graph file's arrays, checked against the shapes and dtypes of the TpuGraphs format.
-struct Graph {
+struct GraphFile {
   std::string id, collection, kind;  // kind: "tile" or "layout"
   std::map<std::string, Array> arrays;
   int64_t nodes = 0, edges = 0, configs = 0, configurable = 0;
@@ -83,23 +93,29 @@ std::string CollectionOfPath(const std::string& path, const std::string& kind) {
   return kind;
 }
 
-Graph ReadGraph(const std::string& path) {
-  Graph graph;
-  graph.arrays = ReadNpz(path);
-  const auto& arrays = graph.arrays;
-  graph.kind = arrays.count("config_feat") ? "tile" : arrays.count("node_config_feat") ? "layout" : "";
+// Checks the arrays of a graph file and counts what they hold.
+GraphFile CheckedGraph(const std::string& path, std::map<std::string, Array> arrays) {
+  GraphFile graph;
+  graph.arrays = std::move(arrays);
+  const auto& held = graph.arrays;
+  graph.kind = held.count("config_feat") ? "tile" : held.count("node_config_feat") ? "layout" : "";
   if (graph.kind.empty()) {
     throw NpzError(path + ": missing key 'config_feat' (tile) or 'node_config_feat' (layout); cannot tell the collection");
   }
-  graph.nodes = Expect(path, arrays, "node_feat", "<f4", {-1, 140}).shape[0];
-  Expect(path, arrays, "node_opcode", "|u1", {graph.nodes});
-  graph.edges = Expect(path, arrays, "edge_index", "<i8", {-1, 2}).shape[0];
+  graph.nodes = Expect(path, held, "node_feat", "<f4", {-1, 140}).shape[0];
+  Expect(path, held, "node_opcode", "|u1", {graph.nodes});
+  graph.edges = Expect(path, held, "edge_index", "<i8", {-1, 2}).shape[0];
   if (graph.kind == "tile") {
-    graph.configs = Expect(path, arrays, "config_feat", "<f4", {-1, 24}).shape[0];
+    graph.configs = Expect(path, held, "config_feat", "<f4", {-1, 24}).shape[0];
   } else {
-    graph.configurable = Expect(path, arrays, "node_config_ids", "<i8", {-1}).shape[0];
-    graph.configs = Expect(path, arrays, "node_config_feat", "<f4", {-1, graph.configurable, 18}).shape[0];
+    graph.configurable = Expect(path, held, "node_config_ids", "<i8", {-1}).shape[0];
+    graph.configs = Expect(path, held, "node_config_feat", "<f4", {-1, graph.configurable, 18}).shape[0];
   }
+  return graph;
+}
+
+GraphFile ReadGraph(const std::string& path) {
+  GraphFile graph = CheckedGraph(path, ReadNpz(path));
   const size_t slash = path.rfind('/');
   graph.id = path.substr(slash == std::string::npos ? 0 : slash + 1);
   graph.id = graph.id.substr(0, graph.id.rfind('.'));
@@ -107,8 +123,18 @@ Graph ReadGraph(const std::string& path) {
   return graph;
 }
 
+// A featurized graph's arrays, to score as a file's.
+GraphFile FileOfGraph(const Graph& graph) {
+  std::map<std::string, Array> arrays;
+  for (auto& [name, array] : GraphArrays(graph)) arrays.emplace(name, std::move(array));
+  GraphFile file = CheckedGraph(graph.graph_id, std::move(arrays));
+  file.id = graph.graph_id;
+  file.collection = graph.collection;
+  return file;
+}
+
 // Scores of a graph's configs in config order; lower = predicted faster.
-using Scorer = std::function<std::vector<float>(const Graph&)>;
+using FileScorer = std::function<std::vector<float>(const GraphFile&)>;
 
 void* OpenLibrary(const std::string& path) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -116,16 +142,31 @@ void* OpenLibrary(const std::string& path) {
   return library;
 }
 
-Scorer AotScorer(const std::string& library_path) {
-  void* library = OpenLibrary(library_path);
-  auto* score_tile = reinterpret_cast<decltype(&tpu_graphs_score_tile)>(dlsym(library, "tpu_graphs_score_tile"));
-  auto* score_layout = reinterpret_cast<decltype(&tpu_graphs_score_layout)>(dlsym(library, "tpu_graphs_score_layout"));
-  if (score_tile == nullptr && score_layout == nullptr) {
-    throw std::runtime_error(library_path + ": no tpu_graphs_score_tile or tpu_graphs_score_layout (not a model library)");
+// The model library's entry points (tpu_graphs_model.h); those of the other kind are null.
+struct ModelLibrary {
+  decltype(&tpu_graphs_score_tile) score_tile;
+  decltype(&tpu_graphs_score_layout) score_layout;
+  decltype(&tpu_graphs_rank_module) rank_module;
+  decltype(&tpu_graphs_free_module_ranking) free_module_ranking;
+};
+
+ModelLibrary LoadModelLibrary(const std::string& path) {
+  void* library = OpenLibrary(path);
+  ModelLibrary functions{
+      reinterpret_cast<decltype(&tpu_graphs_score_tile)>(dlsym(library, "tpu_graphs_score_tile")),
+      reinterpret_cast<decltype(&tpu_graphs_score_layout)>(dlsym(library, "tpu_graphs_score_layout")),
+      reinterpret_cast<decltype(&tpu_graphs_rank_module)>(dlsym(library, "tpu_graphs_rank_module")),
+      reinterpret_cast<decltype(&tpu_graphs_free_module_ranking)>(dlsym(library, "tpu_graphs_free_module_ranking"))};
+  if (functions.score_tile == nullptr && functions.score_layout == nullptr) {
+    throw std::runtime_error(path + ": no tpu_graphs_score_tile or tpu_graphs_score_layout (not a model library)");
   }
-  return [score_tile, score_layout](const Graph& graph) {
+  return functions;
+}
+
+FileScorer AotScorer(const ModelLibrary& library) {
+  return [library](const GraphFile& graph) {
     const bool tile = graph.kind == "tile";
-    if (tile ? score_tile == nullptr : score_layout == nullptr) {
+    if (tile ? library.score_tile == nullptr : library.score_layout == nullptr) {
       throw std::runtime_error(graph.id + " is a " + graph.collection + " graph; the model scores " +
                                (tile ? "layout" : "tile") + " graphs");
     }
@@ -136,11 +177,11 @@ Scorer AotScorer(const std::string& library_path) {
     const uint8_t* node_opcode = arrays.at("node_opcode").values<uint8_t>();
     const int64_t* edge_index = arrays.at("edge_index").values<int64_t>();
     const int status = tile
-        ? score_tile(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configs,
-                     arrays.at("config_feat").values<float>(), scores.data(), message, sizeof(message))
-        : score_layout(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configurable,
-                       arrays.at("node_config_ids").values<int64_t>(), graph.configs,
-                       arrays.at("node_config_feat").values<float>(), scores.data(), message, sizeof(message));
+        ? library.score_tile(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configs,
+                             arrays.at("config_feat").values<float>(), scores.data(), message, sizeof(message))
+        : library.score_layout(graph.nodes, node_feat, node_opcode, graph.edges, edge_index, graph.configurable,
+                               arrays.at("node_config_ids").values<int64_t>(), graph.configs,
+                               arrays.at("node_config_feat").values<float>(), scores.data(), message, sizeof(message));
     if (status != TPU_GRAPHS_OK) {
       throw std::runtime_error(graph.id + ": the model refused it (status " + std::to_string(status) + "): " + message);
     }
@@ -148,10 +189,10 @@ Scorer AotScorer(const std::string& library_path) {
   };
 }
 
-Scorer CapiScorer(const std::string& tensorflow_library, const std::string& export_dir, int64_t configs_per_call) {
+FileScorer CapiScorer(const std::string& tensorflow_library, const std::string& export_dir, int64_t configs_per_call) {
   setenv("TF_CPP_MIN_LOG_LEVEL", "3", /*overwrite=*/0);  // TensorFlow's start-up log, unless asked for
   auto model = std::make_shared<SavedModelSession>(OpenLibrary(tensorflow_library), export_dir);
-  return [model, configs_per_call](const Graph& graph) {
+  return [model, configs_per_call](const GraphFile& graph) {
     if (graph.kind != model->kind()) {
       throw std::runtime_error(graph.id + " is a " + graph.collection + " graph; the model scores " + model->kind() +
                                " graphs");
@@ -175,25 +216,78 @@ Scorer CapiScorer(const std::string& tensorflow_library, const std::string& expo
   };
 }
 
-std::string Number(double value) {
-  char text[64];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
-}
-
-std::string Quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+// A graph file's best configs, each described from its features (by node index: a file names no
+// instructions).
+GraphRanking RankFile(const GraphFile& graph, const std::vector<float>& scores, int64_t top) {
+  std::vector<int64_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
+  order.resize(std::min<size_t>(order.size(), top));
+  GraphRanking ranking{graph.id, graph.collection, static_cast<int64_t>(scores.size()), {}};
+  for (const int64_t config : order) {
+    if (graph.kind == "tile") {
+      ranking.best.push_back({config, scores[config],
+                              DescribeTileConfig(graph.arrays.at("config_feat").values<float>() + config * 24)});
+    } else {
+      const Array& ids = graph.arrays.at("node_config_ids");
+      const std::vector<int64_t> node_config_ids(ids.values<int64_t>(), ids.values<int64_t>() + graph.configurable);
+      ranking.best.push_back(
+          {config, scores[config],
+           DescribeLayoutConfig(graph.arrays.at("node_config_feat").values<float>() + config * graph.configurable * 18,
+                                node_config_ids, {})});
+    }
   }
-  return out + "\"";
+  return ranking;
 }
 
-// A path relative to where `bazel run` was started (it runs the binary in its runfiles).
-std::string FromCallerDirectory(const std::string& path) {
-  const char* caller = getenv("BUILD_WORKING_DIRECTORY");
-  return path.empty() || path[0] == '/' || caller == nullptr ? path : std::string(caller) + "/" + path;
+// The C ranking of tpu_graphs_rank_module, as the rankings //native:rank prints.
+std::vector<GraphRanking> RankingsOf(const tpu_graphs_module_ranking& ranking) {
+  std::vector<GraphRanking> rankings;
+  for (int64_t g = 0; g < ranking.num_graphs; ++g) {
+    const tpu_graphs_graph_ranking& graph = ranking.graphs[g];
+    GraphRanking& ranked = rankings.emplace_back(GraphRanking{graph.graph_id, graph.collection, graph.num_configs, {}});
+    for (int64_t i = 0; i < graph.num_best; ++i) {
+      const tpu_graphs_ranked_config& best = graph.best[i];
+      ConfigDescription sets;
+      sets.output_tile.assign(best.output_tile, best.output_tile + best.num_output_tile);
+      sets.kernel_tile.assign(best.kernel_tile, best.kernel_tile + best.num_kernel_tile);
+      for (int64_t k = 0; k < best.num_layouts; ++k) {
+        const tpu_graphs_tensor_layout& layout = best.layouts[k];
+        if (sets.layouts.empty() || sets.layouts.back().instruction != layout.instruction) {
+          sets.layouts.push_back({layout.instruction, {}});
+        }
+        sets.layouts.back().tensors.push_back(
+            {layout.operand + 1, std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims)});
+      }
+      ranked.best.push_back({best.config, best.score, std::move(sets)});
+    }
+  }
+  return rankings;
+}
+
+// The median of `seconds` (reordered).
+double Median(std::vector<double>& seconds) {
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Runs `call` `repeat` times, checking each result equals the first, and prints its median seconds.
+template <class Call>
+void PrintMedian(const char* what, int64_t repeat, Call call) {
+  std::vector<double> seconds;
+  for (int64_t i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::printf("median %s: %.9f s (%lld calls)\n", what, Median(seconds), static_cast<long long>(repeat));
+}
+
+void PrintPeakMemory() {
+  std::ifstream status("/proc/self/status");  // VmHWM: this process's peak resident set
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) std::printf("peak RSS: %s\n", line.substr(6).c_str());
+  }
 }
 
 // libtensorflow_cc.so.2 of the wheel, from the binary's runfiles (Bazel's data dependency).
@@ -211,74 +305,99 @@ std::string DefaultTensorflowLibrary() {
   return "libtensorflow_cc.so.2";
 }
 
-int Main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {{"mode", ""}, {"model", ""}, {"input", ""}, {"top", "5"}, {"json", ""},
-                                               {"library", ""}, {"tensorflow_library", ""}, {"configs_per_call", "2048"},
-                                               {"repeat", "0"}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string argument = argv[i];
-    const size_t equals = argument.find('=');
-    const std::string name = argument.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
-    if (argument.rfind("--", 0) != 0 || equals == std::string::npos || !flags.count(name)) {
-      throw UsageError("unknown argument '" + argument + "'");
-    }
-    flags[name] = argument.substr(equals + 1);
+// The rankings of an --hlo module by the compiled library: one tpu_graphs_rank_module call.
+std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, const std::string& bytes, bool kernels,
+                                                int64_t num_candidates, uint64_t seed, int64_t top, int64_t repeat) {
+  if (library.rank_module == nullptr) {
+    throw std::runtime_error("the model library has no tpu_graphs_rank_module (compiled before it had one): compile "
+                             "it again with baselines/compile_native.py");
   }
-  if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
-  if (flags["model"].empty() || flags["input"].empty()) throw UsageError("--model and --input are required");
-  int64_t top = 0, configs_per_call = 0, repeat = 0;
-  for (auto [name, value] : {std::pair<const char*, int64_t*>{"top", &top}, {"configs_per_call", &configs_per_call},
-                             {"repeat", &repeat}}) {
-    const std::string& text = flags[name];
-    const int64_t least = value == &repeat ? 0 : 1;
-    if (std::from_chars(text.data(), text.data() + text.size(), *value).ptr != text.data() + text.size() || *value < least) {
-      throw UsageError(std::string("--") + name + " must be an integer >= " + std::to_string(least));
+  const bool tile = library.score_tile != nullptr;
+  if (kernels != tile) {
+    throw std::runtime_error(std::string("the model scores ") + (tile ? "tile" : "layout") + " graphs; " +
+                             (tile ? "rank the tile configs of a module's fusions with --kernels"
+                                   : "--kernels asks for tile configs"));
+  }
+  auto call = [&] {
+    tpu_graphs_module_ranking* ranking = nullptr;
+    char message[1024] = "";
+    const int status = library.rank_module(bytes.data(), bytes.size(), num_candidates, seed, top, &ranking, message,
+                                           sizeof(message));
+    if (status != TPU_GRAPHS_OK) {
+      throw std::runtime_error("the model library refused it (status " + std::to_string(status) + "): " + message);
     }
+    std::vector<GraphRanking> rankings = RankingsOf(*ranking);
+    library.free_module_ranking(ranking);
+    return rankings;
+  };
+  std::vector<GraphRanking> rankings = call();
+  if (repeat > 0) PrintMedian("call", repeat, call);
+  return rankings;
+}
+
+int Main(int argc, char** argv) {
+  Flags flags = {{"mode", ""}, {"model", ""}, {"input", ""}, {"hlo", ""}, {"kernels", "false"},
+                 {"num_candidates", "0"}, {"seed", "0"}, {"top", "5"}, {"json", ""}, {"library", ""},
+                 {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"}};
+  ParseFlags(argc, argv, flags);
+  if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
+  if (flags["model"].empty() || flags["input"].empty() == flags["hlo"].empty()) {
+    throw UsageError("--model and one of --input (an npz file) and --hlo (a module) are required");
+  }
+  const int64_t top = IntegerFlag(flags, "top", 1), configs_per_call = IntegerFlag(flags, "configs_per_call", 1);
+  const int64_t repeat = IntegerFlag(flags, "repeat", 0), num_candidates = IntegerFlag(flags, "num_candidates", 0);
+  const uint64_t seed = static_cast<uint64_t>(IntegerFlag(flags, "seed", 0));
+  const bool kernels = BooleanFlag(flags, "kernels");
+  if (flags["hlo"].empty() && (kernels || num_candidates > 0)) {
+    throw UsageError("--kernels and --num_candidates are for an --hlo module");
   }
   const std::string model = FromCallerDirectory(flags["model"]);
-  const Scorer score = flags["mode"] == "aot"
-      ? AotScorer(flags["library"].empty() ? model + "/native/libtpu_graphs_model.so" : FromCallerDirectory(flags["library"]))
-      : CapiScorer(flags["tensorflow_library"].empty() ? DefaultTensorflowLibrary()
-                                                       : FromCallerDirectory(flags["tensorflow_library"]),
-                   model, configs_per_call);
-  const Graph graph = ReadGraph(FromCallerDirectory(flags["input"]));
-  const std::vector<float> scores = score(graph);
-  if (repeat > 0) {
-    std::vector<double> seconds;
-    for (int64_t i = 0; i < repeat; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      const bool same = score(graph) == scores;
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (!same) throw std::runtime_error("two calls on the same file scored differently");
+  const bool aot = flags["mode"] == "aot";
+  const ModelLibrary library = aot ? LoadModelLibrary(flags["library"].empty()
+                                                          ? model + "/native/libtpu_graphs_model.so"
+                                                          : FromCallerDirectory(flags["library"]))
+                                   : ModelLibrary{};
+  const FileScorer score = aot ? AotScorer(library)
+                               : CapiScorer(flags["tensorflow_library"].empty()
+                                                ? DefaultTensorflowLibrary()
+                                                : FromCallerDirectory(flags["tensorflow_library"]),
+                                            model, configs_per_call);
+  std::vector<GraphRanking> rankings;
+  if (!flags["hlo"].empty()) {
+    const std::string path = FromCallerDirectory(flags["hlo"]);
+    const std::string bytes = ReadHloFile(path);
+    auto featurize = [&] { return GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed); };
+    const std::vector<Graph> graphs = featurize();  // names the file in errors, and checks it before any call
+    if (repeat > 0) PrintMedian("featurize", repeat, featurize);
+    if (aot) {
+      rankings = RankModuleWithLibrary(library, bytes, kernels, num_candidates, seed, top, repeat);
+    } else {
+      auto rank = [&] {
+        std::vector<GraphRanking> ranked;
+        for (const Graph& graph : GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed)) {
+          ranked.push_back(RankGraph(graph, [&](const Graph& g) { return score(FileOfGraph(g)); }, top));
+        }
+        return ranked;
+      };
+      rankings = rank();
+      if (repeat > 0) PrintMedian("call", repeat, rank);
     }
-    std::nth_element(seconds.begin(), seconds.begin() + repeat / 2, seconds.end());
-    std::printf("median call: %.9f s (%lld calls)\n", seconds[repeat / 2], static_cast<long long>(repeat));
-    std::ifstream status("/proc/self/status");  // VmHWM: this process's peak resident set
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("VmHWM:", 0) == 0) std::printf("peak RSS: %s\n", line.substr(6).c_str());
+  } else {
+    const GraphFile graph = ReadGraph(FromCallerDirectory(flags["input"]));
+    const std::vector<float> scores = score(graph);
+    if (repeat > 0) {
+      PrintMedian("call", repeat, [&] {
+        if (score(graph) != scores) throw std::runtime_error("two calls on the same file scored differently");
+      });
     }
+    rankings = {RankFile(graph, scores, top)};
   }
-  std::vector<int64_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
-  order.resize(std::min<size_t>(order.size(), top));
-  std::string line = graph.collection + ":" + graph.id + ": " + std::to_string(scores.size()) + " configs, best first: ";
-  std::string best;
-  for (size_t i = 0; i < order.size(); ++i) {
-    char shown[32];
-    std::snprintf(shown, sizeof(shown), "%.4g", scores[order[i]]);
-    line += (i ? ", " : "") + std::to_string(order[i]) + " (" + shown + ")";
-    best += std::string(i ? ",\n" : "") + "   {\n    \"config\": " + std::to_string(order[i]) + ",\n    \"score\": " +
-            Number(scores[order[i]]) + "\n   }";
-  }
-  std::printf("%s\n", line.c_str());
+  if (repeat > 0) PrintPeakMemory();
+  for (const GraphRanking& ranking : rankings) std::printf("%s", RankingText(ranking).c_str());
   if (!flags["json"].empty()) {
     const std::string path = FromCallerDirectory(flags["json"]);
-    const std::string text = "[\n {\n  \"id\": " + Quoted(graph.id) + ",\n  \"collection\": " + Quoted(graph.collection) +
-                             ",\n  \"num_configs\": " + std::to_string(scores.size()) + ",\n  \"best\": [" +
-                             (best.empty() ? "]" : "\n" + best + "\n  ]") + "\n }\n]\n";
     const std::string temporary = path + ".tmp";
-    std::ofstream(temporary) << text;
+    std::ofstream(temporary) << RankingJson(rankings);
     if (std::rename(temporary.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
     std::printf("wrote %s\n", path.c_str());
   }
@@ -289,14 +408,8 @@ int Main(int argc, char** argv) {
 }  // namespace tpu_graphs
 
 int main(int argc, char** argv) {
-  try {
-    return tpu_graphs::Main(argc, argv);
-  } catch (const tpu_graphs::UsageError& error) {
-    std::fprintf(stderr, "rank: %s\nusage: rank --mode=aot|capi --model=<export dir> --input=<npz> [--top=K] "
-                 "[--json=<file>] [--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "rank: error: %s\n", error.what());
-    return 1;
-  }
+  return tpu_graphs::RunProgram("rank", "rank --mode=aot|capi --model=<export dir> (--input=<npz> | --hlo=<pb> "
+                                "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
+                                "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]",
+                                tpu_graphs::Main, argc, argv);
 }

@@ -2,11 +2,14 @@
  * built by baselines/compile_native.py from the run's SavedModel (docs/compiler.md).
  *
  * The library holds the model's weights and its program, compiled ahead of time by XLA
- * (saved_model_cli aot_compile_cpu), and links no TensorFlow runtime. A tile model's library
- * scores tile configs (tpu_graphs_score_tile), a layout model's layout configs
- * (tpu_graphs_score_layout): the arrays of one TpuGraphs file in, one score per config out
- * (lower = predicted faster). A library exports the functions of its model's kind only. Every
- * entry point is thread-safe. */
+ * (saved_model_cli aot_compile_cpu), and the featurizer (native/hlo); it links no TensorFlow
+ * runtime (protobuf's lite runtime reads modules). Two questions:
+ * - rank a module (tpu_graphs_rank_module): a serialized XLA module in, its best configs out, each
+ *   with what it sets (layouts by instruction name, or tile sizes);
+ * - score configs (tpu_graphs_score_tile, tpu_graphs_score_layout): the arrays of one TpuGraphs
+ *   file in, one score per config out (lower = predicted faster).
+ * A tile model's library answers for tile configs, a layout model's for layout configs; a library
+ * exports the score functions of its model's kind only. Every entry point is thread-safe. */
 #ifndef TPU_GRAPHS_NATIVE_TPU_GRAPHS_MODEL_H_
 #define TPU_GRAPHS_NATIVE_TPU_GRAPHS_MODEL_H_
 
@@ -64,6 +67,68 @@ int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat, const uin
                             int64_t num_edges, const int64_t* edge_index, int64_t num_configurable,
                             const int64_t* node_config_ids, int64_t num_configs, const float* node_config_feat,
                             float* scores, char* message, size_t message_size);
+
+/* A minor-to-major order a config sets on one tensor of one instruction: dims[0, num_dims) are
+ * the tensor's minor-most dimensions, minor-most first; its other dimensions are free (a partial
+ * order, as XLA's layout assignment may complete it). */
+struct tpu_graphs_tensor_layout {
+  const char* instruction; /* the instruction's name in the module */
+  int32_t operand;         /* -1: the instruction's result; k >= 0: its operand k */
+  int32_t num_dims;
+  int64_t dims[6];
+};
+
+/* One of the best configs of a graph. */
+struct tpu_graphs_ranked_config {
+  int64_t config; /* its index among the graph's configs: candidate i, or measured run i */
+  float score;    /* lower = predicted faster */
+  /* Layout models: every tensor layout the config sets on the instructions it moves from the
+   * module's own layouts (none: the config keeps them), in instruction order. */
+  int64_t num_layouts;
+  const struct tpu_graphs_tensor_layout* layouts;
+  /* Tile models: the output tile size per dimension of the kernel's result, and a convolution's
+   * (input, output) feature tile (num_kernel_tile 0 otherwise). */
+  int32_t num_output_tile;
+  int64_t output_tile[6];
+  int32_t num_kernel_tile;
+  int64_t kernel_tile[6];
+};
+
+/* The ranking of one graph: the module's program (layout models) or one fused kernel (tile). */
+struct tpu_graphs_graph_ranking {
+  const char* graph_id;   /* the module's name, or the fusion's */
+  const char* collection; /* "layout:xla:default" or "tile:xla" */
+  int64_t num_configs;    /* configs scored */
+  int64_t num_best;       /* min(top_k, num_configs) */
+  const struct tpu_graphs_ranked_config* best; /* best first; ties keep config order */
+};
+
+struct tpu_graphs_module_ranking {
+  int64_t num_graphs; /* 1 for a layout model; one per fusion for a tile model */
+  const struct tpu_graphs_graph_ranking* graphs;
+};
+
+/* Ranks the configs of a serialized XLA module (module_size bytes at module): an HloModuleProto
+ * (module->ToProto(), JAX's as_serialized_hlo_module_proto(), TensorFlow's
+ * experimental_get_compiler_ir(...)(stage='hlo_serialized')), an HloProto (--xla_dump_hlo_as_proto)
+ * or the TpuGraphs release's ModuleTuningData / TuningData, measured or not.
+ *   num_candidates > 0: up to that many candidate configs, drawn with seed as
+ *     tpu_graphs/hlo/candidates.py draws them (the same configs for the same seed): a layout
+ *     model's candidate layouts of the program's convolutions, dots and reshapes (config 0 the
+ *     defaults), a tile model's candidate tile sizes of each fusion of an optimized module;
+ *   num_candidates == 0: the configs the input holds (a tuning data's measured runs).
+ * Writes *ranking (free it with tpu_graphs_free_module_ranking) with the top_k best configs of
+ * each graph. Returns TPU_GRAPHS_OK, or a status with a message as the score functions do:
+ * TPU_GRAPHS_INVALID_INPUT for bytes that are no such proto or a malformed module (a dangling
+ * operand, a cycle, a negative dimension, no entry computation, ...), a module without fusions
+ * for a tile model, or nothing to rank; the score function's status for a graph it refuses
+ * (its message then starts with the graph's id); *ranking is then null. */
+int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
+                           int64_t top_k, struct tpu_graphs_module_ranking** ranking, char* message,
+                           size_t message_size);
+
+/* Frees what tpu_graphs_rank_module wrote; null is ignored. */
+void tpu_graphs_free_module_ranking(struct tpu_graphs_module_ranking* ranking);
 
 #ifdef __cplusplus
 }

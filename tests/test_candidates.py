@@ -13,6 +13,7 @@ import tensorflow as tf
 from tpu_graphs.data import graphs
 from tpu_graphs.export import ranker, untrained
 from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import from_tensorflow
@@ -69,9 +70,12 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
   other = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=4)[0].node_config_feat
   np.testing.assert_array_equal(again, feat)
   assert not np.array_equal(other, feat)
-  assert candidates.describe(graph, 0) == {"layouts": {}}
-  moved = candidates.describe(graph, 1)["layouts"]
-  assert moved and set(moved) <= set(graph.node_config_ids.tolist())
+  tensors = descriptions.configurable_tensors(featurize.read_hlo_file(cnn_modules[0]), graph.node_config_ids)
+  assert descriptions.describe(graph, 0, tensors) == {"layouts": {}}  # the defaults: the module's own layouts
+  moved = descriptions.describe(graph, 1, tensors)["layouts"]
+  assert moved and set(moved) <= {t.name for t in tensors}
+  # Without a module (an npz file) every configurable node a config sets is listed, by index.
+  assert set(descriptions.describe(graph, 0)["layouts"]) == {f"node {i}" for i in graph.node_config_ids}
 
 
 def test_a_training_steps_weight_gradient_convolutions_vary_their_result_layout_and_forward_ones_do_not(cnn_modules):
@@ -109,7 +113,7 @@ def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_ask
     offered = {(tuple(o), tuple(k)) for o, k in candidates.tile_candidates(*candidates.kernel_extents(module), None)
                } if kernel.config_feat.shape[0] < 30 else None
     for config in range(kernel.config_feat.shape[0]):
-      described = candidates.describe(kernel, config)
+      described = descriptions.describe(kernel, config)
       assert len(described["output_tile"]) == len(candidates.kernel_extents(module)[0])
       if offered is not None:
         assert (tuple(described["output_tile"]), tuple(described["kernel_tile"])) in offered

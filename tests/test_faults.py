@@ -46,9 +46,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import malformed_modules
 import program_modules
 import tile_test_data
-from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
@@ -782,49 +782,7 @@ def test_loss_weights_that_would_train_to_nan_or_backwards_are_refused(spec, mes
     losses.parse_loss_spec(spec)
 
 
-def _module(*instructions: dict, computations: Optional[list] = None, entry: Optional[int] = 1):
-  """An HloModuleProto of one computation (id 1) holding `instructions` (dicts of fields), the last
-  one its root; `computations` adds (id, name, [called ids]) computations of one parameter each."""
-  module = hlo_pb2.HloModuleProto(name="m")
-  main = module.computations.add(name="main", id=1)
-  for fields in instructions:
-    instruction = main.instructions.add(**{key: value for key, value in fields.items() if key != "dims"})
-    instruction.shape.element_type = 11  # F32
-    instruction.shape.dimensions.extend(fields.get("dims", [4]))
-  main.root_id = main.instructions[-1].id
-  for computation_id, name, calls in computations or []:
-    extra = module.computations.add(name=name, id=computation_id)
-    extra.instructions.add(name=f"p.{computation_id}", opcode="parameter", id=100 + computation_id,
-                           called_computation_ids=calls)
-    extra.root_id = 100 + computation_id
-  if entry is not None:
-    module.entry_computation_id = entry
-  return module
-
-
-PARAMETER = {"name": "p", "opcode": "parameter", "id": 10}
-
-
-@pytest.mark.parametrize("module, message", [
-    (_module(PARAMETER, {"name": "add.3", "opcode": "add", "id": 11, "operand_ids": [10, 11]}),
-     r"module 'm': instruction 'add.3' is its own operand \(a cycle\)"),
-    (_module(PARAMETER, {"name": "a", "opcode": "add", "id": 11, "operand_ids": [10, 12]},
-             {"name": "b", "opcode": "add", "id": 12, "operand_ids": [11]}),
-     r"module 'm': instruction '[ab]' depends on itself through its operands \(a cycle in computation 'main'\)"),
-    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10]}, entry=None),
-     r"module 'm': has no entry computation"),
-    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10], "dims": [4, -1]}),
-     r"module 'm': instruction 'neg' has a negative dimension in its shape \[4, -1\]"),
-    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [99]}),
-     r"module 'm': instruction 'neg' has operand id 99, which no instruction of computation 'main' has"),
-    (_module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [102]},
-             computations=[(2, "other", [])]),
-     r"instruction 'neg' has operand id 102, which no instruction of computation 'main' has \(a dangling operand\)"),
-    (_module(PARAMETER, {"name": "call", "opcode": "call", "id": 11, "operand_ids": [10], "called_computation_ids": [2]},
-             computations=[(2, "f", [3]), (3, "g", [2])]),
-     r"module 'm': computation '[fg]' calls itself, directly or through others \(a cycle\)"),
-], ids=["self_cycle", "two_instruction_cycle", "no_entry_computation", "negative_dimension", "dangling_operand",
-        "operand_of_another_computation", "call_cycle"])
+@pytest.mark.parametrize("module, message", malformed_modules.CASES)
 def test_featurizer_refuses_malformed_modules_naming_module_instruction_and_problem(tmp_path, module, message):
   path = tmp_path / "in.pb"
   path.write_bytes(module.SerializeToString())

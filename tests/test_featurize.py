@@ -75,7 +75,8 @@ def test_module_features_map_instructions_to_nodes():
 def test_not_a_proto_is_rejected_naming_the_file(tmp_path):
   path = tmp_path / "notes.pb"
   path.write_text("this is not a protocol buffer\n" * 20)
-  with pytest.raises(graphs.GraphFileError, match="notes.pb.*not a serialized"):
+  with pytest.raises(graphs.GraphFileError, match="notes.pb.*not a serialized ModuleTuningData, TuningData, "
+                                                   "HloModuleProto or HloProto"):
     featurize.read_hlo_file(path)
 
 
@@ -140,6 +141,38 @@ def test_module_without_fusions_has_no_kernels():
   copy_kernel = next(m for m in tuning.modules if m.module.name == "copy.24").module
   with pytest.raises(graphs.GraphFileError, match="'copy.24'.*no fusion"):
     featurize.kernel_modules(copy_kernel)
+
+
+def test_hlo_proto_of_xla_dumps_gives_its_module(tmp_path):
+  """XLA's --xla_dump_hlo_as_proto writes HloProto (the module and its buffer assignment)."""
+  module = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB)).module
+  dump = hlo_pb2.HloProto(hlo_module=module)
+  dump.buffer_assignment.logical_buffers.add(id=1, size=64)
+  path = tmp_path / "module_0000.x.before_optimizations.hlo.pb"
+  path.write_bytes(dump.SerializeToString())
+  assert featurize.read_hlo_file(path) == module
+  [graph] = featurize.graphs_from_file(path)
+  np.testing.assert_array_equal(graph.node_feat, featurize.program_graph(module).node_feat)
+
+
+def test_layout_tuning_data_without_runs_is_its_graph_without_configs():
+  tuning = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
+  measured = featurize.layout_graph(tuning)
+  del tuning.runs[:]
+  unmeasured = featurize.parse_hlo_proto(tuning.SerializeToString(), "unmeasured.pb")
+  graph = featurize.layout_graph(unmeasured)
+  assert (graph.num_configs, graph.node_config_feat.shape, graph.split) == (0, (0, 62, 18), "test")
+  for name in ("node_feat", "node_opcode", "edge_index", "node_config_ids", "node_splits"):
+    np.testing.assert_array_equal(getattr(graph, name), getattr(measured, name), err_msg=name)
+
+
+def test_tile_tuning_data_without_runs_is_each_kernel_without_configs():
+  tuning = featurize.read_hlo_file(sample_data.require_sample(TILE_PB))
+  for kernel in tuning.modules:
+    del kernel.runs[:]
+  unmeasured = featurize.parse_hlo_proto(tuning.SerializeToString(), "unmeasured.pb")
+  kernels = featurize.tile_graphs(unmeasured)
+  assert len(kernels) == len(tuning.modules) and all(k.num_configs == 0 and k.split == "test" for k in kernels)
 
 
 if __name__ == "__main__":

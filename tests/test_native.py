@@ -1,15 +1,17 @@
 """The model without Python (native/, docs/compiler.md): tile and layout models compiled into C
 libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's C API, both driven
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
-SavedModel does.
+SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
+rank its candidates as baselines/rank.py does, saying what each best config sets, and the
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once.
 
 Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
 test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
 """
 
 import json
-import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -17,9 +19,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import malformed_modules
+import native_builds
 import sample_data
 from tpu_graphs.data import graphs, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
+from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.train import run_directory
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
@@ -28,16 +33,8 @@ REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f1933
 REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
                      "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")  # 21,918 ops
 TOP = 5
-
-
-def _built(relative: str) -> pathlib.Path:
-  """A file Bazel builds: in this test's runfiles under Bazel, else in the checkout's bazel-bin/."""
-  runfiles = pathlib.Path(os.environ.get("TEST_SRCDIR", "/nonexistent")) / "tpu_graphs_workspace" / relative
-  built = pathlib.Path(__file__).resolve().parents[1] / "bazel-bin" / relative
-  for path in (runfiles, built):
-    if path.exists():
-      return path
-  pytest.fail(f"{relative} is not built: bazel build //native:rank //native:xla_aot_runtime")
+LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
+RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +42,12 @@ def tile_export(tmp_path_factory):
   """A tile model's export with its native library compiled (export/native/)."""
   export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2,
                                           static_signatures=True)
-  native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
+  native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
   return export_dir
 
 
 def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
-  return subprocess.run([str(_built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
+  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
                          f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -90,7 +87,7 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
 def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
   with pytest.raises(run_directory.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
-    native_library.compile_model_library(export_dir, _built("native/libxla_aot_runtime.a").parent)
+    native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
   assert not (export_dir / native_library.NATIVE_DIR_NAME).exists()
 
 
@@ -105,8 +102,9 @@ def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
 
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
   linked, exported = _linked_and_exported(tile_export)
-  assert "libstdc++" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_score_tile", "tpu_graphs_tile_limits"]
+  assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
+  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
+                      "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
 
@@ -134,7 +132,7 @@ def layout_python_scores(layout_export):
 @pytest.fixture(scope="module")
 def layout_library(layout_export):
   """layout_export with its native library compiled: host-side pruning, then the static layout signatures."""
-  native_library.compile_model_library(layout_export, _built("native/libxla_aot_runtime.a").parent)
+  native_library.compile_model_library(layout_export, native_builds.built("native/libxla_aot_runtime.a").parent)
   return layout_export
 
 
@@ -165,8 +163,9 @@ def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(la
 
 def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):
   linked, exported = _linked_and_exported(layout_library)
-  assert "libstdc++" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_layout_limits", "tpu_graphs_score_layout"]
+  assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
+  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_layout_limits", "tpu_graphs_rank_module",
+                      "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
       b.signature_name for b in static_layout.layout_buckets(1, saved_model.CONFIGS_PER_CALL["layout"])]
@@ -266,6 +265,164 @@ def test_damaged_file_is_refused_naming_it(tile_export, tmp_path):
   path.write_bytes(path.read_bytes()[:-200])
   result = _rank("aot", tile_export, path, tmp_path / "best.json")
   assert result.returncode == 1 and f"rank: error: {path}: " in result.stderr
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
+  """XLA's own dumps (--xla_dump_hlo_as_proto) of a CNN and a transformer block."""
+  return xla_dumps.dump_programs(["cnn", "transformer_block"], tmp_path_factory.mktemp("dumps"))
+
+
+def _rank_module(mode: str, export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
+  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+                         f"--hlo={path}", f"--top={TOP}", f"--json={json_path}", *flags], capture_output=True,
+                        text=True, timeout=300, check=False)
+
+
+def _rank_py(export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export_dir}", f"--input={path}", f"--top={TOP}",
+                         f"--json={json_path}", *flags], capture_output=True, text=True, timeout=300, check=False)
+
+
+def _assert_same_rankings(native: subprocess.CompletedProcess, python: subprocess.CompletedProcess,
+                          native_json: pathlib.Path, python_json: pathlib.Path) -> list:
+  """Both programs ranked the same graphs alike: the same best configs (but for ties within 1e-4),
+  scores within 1e-4 relative, the same description of what each sets, and the same console lines
+  (each score shown to 4 digits). Returns the native JSON."""
+  assert native.returncode == 0, native.stderr
+  assert python.returncode == 0, python.stderr
+  ours, theirs = json.loads(native_json.read_text()), json.loads(python_json.read_text())
+  assert [(g["id"], g["collection"], g["num_configs"], g.get("layouts_meaning")) for g in ours] == [
+      (g["id"], g["collection"], g["num_configs"], g.get("layouts_meaning")) for g in theirs]
+  for graph, expected in zip(ours, theirs):
+    scores, expected_scores = (np.array([b["score"] for b in g["best"]]) for g in (graph, expected))
+    tolerance = 1e-4 * max(np.abs(expected_scores).max(), 1e-30)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-4, atol=tolerance)
+    for best, wanted in zip(graph["best"], expected["best"]):
+      if best["config"] == wanted["config"]:
+        assert best == {**wanted, "score": best["score"]}
+      else:  # a tie within the tolerance may order two configs either way
+        assert abs(best["score"] - wanted["score"]) <= tolerance
+  if all(b["config"] == w["config"] for g, e in zip(ours, theirs) for b, w in zip(g["best"], e["best"])):
+    assert native.stdout.splitlines()[:-1] == python.stdout.splitlines()[:-1]  # all but "wrote <json>"
+  return ours
+
+
+@pytest.mark.parametrize("mode", ["aot", "capi"])
+def test_rank_hlo_ranks_the_kernels_of_a_module_dumped_by_xla_as_rank_py(tile_export, dumps, mode, tmp_path):
+  optimized = dumps["cnn"].after_optimizations
+  flags = ("--kernels", "--num_candidates=40", "--seed=4")
+  ranked = _assert_same_rankings(_rank_module(mode, tile_export, optimized, tmp_path / "native.json", *flags),
+                                 _rank_py(tile_export, optimized, tmp_path / "python.json", *flags),
+                                 tmp_path / "native.json", tmp_path / "python.json")
+  assert len(ranked) >= 2 and max(graph["num_configs"] for graph in ranked) == 40
+  assert all(best["output_tile"] for graph in ranked for best in graph["best"])
+
+
+def test_rank_hlo_ranks_a_transformer_blocks_candidate_layouts_as_rank_py(layout_library, dumps, tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  flags = ("--num_candidates=64", "--seed=1")
+  [ranked] = _assert_same_rankings(_rank_module("aot", layout_library, module, tmp_path / "native.json", *flags),
+                                   _rank_py(layout_library, module, tmp_path / "python.json", *flags),
+                                   tmp_path / "native.json", tmp_path / "python.json")
+  assert ranked["num_configs"] == 64 and "minor-most" in ranked["layouts_meaning"]
+  moved = [best["layouts"] for best in ranked["best"] if best["layouts"]]
+  roles = {"result", "operand 0", "operand 1"}
+  assert moved and all(re.fullmatch(r"(dot|reshape)\.\d+", name) and set(tensors) <= roles
+                       for layouts in moved for name, tensors in layouts.items())
+
+
+@pytest.fixture(scope="module")
+def unmeasured_layout(tmp_path_factory) -> pathlib.Path:
+  """The real unet_3d layout tuning data with its runs removed: the program before any run."""
+  tuning = tuning_pb2.ModuleTuningData.FromString(sample_data.require_sample(LAYOUT_PB).read_bytes())
+  del tuning.runs[:]
+  path = tmp_path_factory.mktemp("unmeasured") / "unet_3d_unmeasured.pb"
+  path.write_bytes(tuning.SerializeToString())
+  return path
+
+
+def test_rank_hlo_ranks_tuning_data_without_runs_through_candidates_as_rank_py(layout_library, unmeasured_layout,
+                                                                              tmp_path):
+  flags = ("--num_candidates=40", "--seed=9")
+  [ranked] = _assert_same_rankings(
+      _rank_module("aot", layout_library, unmeasured_layout, tmp_path / "native.json", *flags),
+      _rank_py(layout_library, unmeasured_layout, tmp_path / "python.json", *flags),
+      tmp_path / "native.json", tmp_path / "python.json")
+  assert ranked["num_configs"] == 40 and all(re.fullmatch(r"(convolution|reshape)\.\d+", name)
+                                             for best in ranked["best"] for name in best["layouts"])
+  for program in (_rank_module("aot", layout_library, unmeasured_layout, tmp_path / "x.json"),
+                  _rank_py(layout_library, unmeasured_layout, tmp_path / "y.json")):
+    assert program.returncode == 1 and "has no configs to rank: nothing was measured yet" in program.stderr
+
+
+def test_rank_says_as_rank_py_what_the_best_configs_of_npz_files_set(tile_export, layout_library, tmp_path):
+  """An npz file names no instructions: layouts by node index, every node a config sets."""
+  for export, relative in ((tile_export, REAL_TILE_FILES[1]), (layout_library, REAL_LAYOUT_FILES[0])):
+    path = sample_data.require_sample(relative)
+    native = _rank("aot", export, path, tmp_path / "native.json")
+    python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export}", f"--input={path}", f"--top={TOP}",
+                             f"--json={tmp_path / 'python.json'}"], capture_output=True, text=True, timeout=300)
+    [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+    described = [best.get("layouts", best.get("output_tile")) for best in ranked["best"]]
+    assert all(described)
+    if "layouts" in ranked["best"][0]:
+      assert all(name.startswith("node ") for layouts in described for name in layouts)
+
+
+def test_rank_hlo_ranks_the_measured_configs_of_tuning_data_naming_the_instructions_they_move(layout_library, tmp_path):
+  path = sample_data.require_sample(LAYOUT_PB)
+  [ranked] = _assert_same_rankings(_rank_module("aot", layout_library, path, tmp_path / "native.json"),
+                                   _rank_py(layout_library, path, tmp_path / "python.json"),
+                                   tmp_path / "native.json", tmp_path / "python.json")
+  assert ranked["num_configs"] == 112 and all(best["layouts"] for best in ranked["best"])
+
+
+def _call_program(export_dir, tmp_path) -> pathlib.Path:
+  """tests/rank_module_call.c compiled and linked with the model library, as a compiler links it."""
+  native = export_dir / "native"
+  program = tmp_path / "rank_module_call"
+  subprocess.run(["gcc", "-O1", str(pathlib.Path(__file__).with_name("rank_module_call.c")), f"-I{native}",
+                  f"-L{native}", "-ltpu_graphs_model", f"-Wl,-rpath,{native}", "-lpthread", "-o", str(program)],
+                 check=True, capture_output=True)
+  return program
+
+
+def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, unmeasured_layout, tmp_path):
+  program = _call_program(layout_library, tmp_path)
+  once, at_once = (subprocess.run([str(program), str(unmeasured_layout), "30", "5", "3", str(threads)],
+                                  capture_output=True, text=True, timeout=300) for threads in (1, 6))
+  assert (once.returncode, at_once.returncode) == (0, 0), once.stderr + at_once.stderr
+  assert once.stdout == at_once.stdout and once.stdout.startswith("main__.10904 30\n")
+  assert re.search(r"convolution\.\d+:-1:\d,\d,", once.stdout)  # a result layout, by instruction name
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\x0a\xff\xff\xff\xff\x0f garbage", "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto"),
+    (malformed_modules.MODULES["dangling_operand"].SerializeToString(),
+     "instruction 'neg' has operand id 99, which no instruction"),
+    (malformed_modules.MODULES["two_instruction_cycle"].SerializeToString(), "depends on itself through its operands"),
+    (malformed_modules.MODULES["negative_dimension"].SerializeToString(),
+     "has a negative dimension in its shape [4, -1]"),
+    (malformed_modules.MODULES["no_entry_computation"].SerializeToString(), "module 'm': has no entry computation"),
+], ids=["garbage", "missing_operand", "cycle", "negative_dimension", "no_entry_computation"])
+def test_the_c_call_refuses_malformed_modules_with_a_status_and_a_message(tile_export, tmp_path, data, message):
+  program = _call_program(tile_export, tmp_path)
+  path = tmp_path / "module.pb"
+  path.write_bytes(data)
+  for candidates in ("0", "10"):
+    called = subprocess.run([str(program), str(path), candidates, "0", "3", "2"], capture_output=True, text=True,
+                            timeout=60)
+    assert called.returncode == 0 and called.stdout.startswith(f"status {2}: ") and message in called.stdout, called
+
+
+def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
+  program = _call_program(tile_export, tmp_path)
+  path = tmp_path / "truncated.pb"
+  data = dumps["cnn"].after_optimizations.read_bytes()
+  path.write_bytes(data[:len(data) // 2])
+  called = subprocess.run([str(program), str(path), "10", "0", "3", "1"], capture_output=True, text=True, timeout=60)
+  assert called.stdout.startswith("status 2: not a serialized"), called
 
 
 if __name__ == "__main__":

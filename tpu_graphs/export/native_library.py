@@ -1,10 +1,11 @@
 """A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
 embeds its policies: the static signatures (tile: static_shapes.py; layout: static_layout.py) of
 the model's SavedModel compiled ahead of time by XLA, the weights frozen into the program, linked with
-the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) into
+the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) and the C++
+featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its best configs out) into
 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
-    <export>/native/tpu_graphs_model.h       runtime (ldd lists libstdc++, libm, libc)
+    <export>/native/tpu_graphs_model.h       runtime (ldd lists libprotobuf-lite, libstdc++, libm, libc)
     <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
     <export>/native/buckets.json             the buckets compiled in, and the sources
 
@@ -42,6 +43,8 @@ from tpu_graphs.export import saved_model, static_layout, static_shapes
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
+# The featurizer and tpu_graphs_rank_module, built by Bazel beside the runtime archives (//native:featurizer_archive).
+FEATURIZER_ARCHIVE = "libtpu_graphs_featurizer.a"
 HEADER_NAME = "tpu_graphs_model.h"
 NATIVE_DIR_NAME = "native"
 # CPU level -> (LLVM CPU of the model's code, the runtime archive built for it in the Bazel output).
@@ -123,6 +126,7 @@ def _buckets_header(buckets: list[Bucket]) -> str:
 
 def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
           include_dir: pathlib.Path, cpu: str) -> None:
+  featurizer_archive = runtime_archive.parent / FEATURIZER_ARCHIVE
   (work / "buckets.h").write_text(_buckets_header(buckets))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
   objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
@@ -131,8 +135,9 @@ def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Pa
   cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
   command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
              '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
-             "-o", str(work / LIBRARY_NAME), *sources, *objects,
-             str(runtime_archive), f"-Wl,--version-script={work / 'exported.map'}", "-Wl,--no-undefined"]
+             "-o", str(work / LIBRARY_NAME), *sources, *objects, str(featurizer_archive),
+             str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
+             "-Wl,--no-undefined"]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
     missing = sorted(set(re.findall(r"undefined reference to `(__xla_cpu_runtime_\w+)", result.stderr)))
@@ -157,8 +162,9 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")
   target_cpu, archive_name = CPUS[cpu]
   export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_dir) / archive_name
-  if not runtime_archive.is_file():
-    raise errors.InputError(f"{runtime_archive}: no XLA AOT runtime archive; build it with `bazel build //native:all`")
+  for archive in (runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE):
+    if not archive.is_file():
+      raise errors.InputError(f"{archive}: not built; build it with `bazel build //native:all`")
   include_dir = pathlib.Path(tf.__file__).parent / "include"
 
   def write(path: str) -> None:

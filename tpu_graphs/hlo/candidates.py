@@ -11,6 +11,9 @@ what a model is trained on and what it is asked to rank are drawn alike.
   largest 5), and for a convolution its (input, output) feature tiles (the largest 4 each);
   combinations, sampled when there are more than MAX_TILE_CANDIDATES.
 
+Draws come from splitmix64.SplitMix64(seed), which the C++ featurizer (native/hlo/candidates.cc)
+draws alike: the same module and seed give the same candidates in both languages.
+
     program_candidates(module, 100)  -> LayoutGraph, config 0 the default, then sampled combinations
     kernel_candidates(kernel, 100)   -> TileGraph, one config per candidate tile size
 """
@@ -28,6 +31,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
+from tpu_graphs.hlo import splitmix64
 from tpu_graphs.hlo import tuning_pb2
 
 MXU_OPCODES = frozenset({"convolution", "dot"})
@@ -62,7 +66,7 @@ def preferred_minor_dims(instruction, by_id) -> list[Optional[int]]:
     return [n.output_feature_dimension, n.input_feature_dimension, n.kernel_output_feature_dimension]
   if instruction.opcode == "dot":
     n = instruction.dot_dimension_numbers
-    rhs_rank = len(by_id[instruction.operand_ids[1]].shape.dimensions)
+    rhs_rank = len(by_id[instruction.operand_ids[1]].shape.dimensions) if len(instruction.operand_ids) > 1 else 0
     rhs_free = [d for d in range(rhs_rank) if d not in n.rhs_contracting_dimensions and d not in n.rhs_batch_dimensions]
     return [len(instruction.shape.dimensions) - 1, n.lhs_contracting_dimensions[0] if n.lhs_contracting_dimensions
             else None, rhs_free[-1] if rhs_free else None]
@@ -92,10 +96,12 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
     dims = preferred_minor_dims(instruction, by_id)
     if instruction.opcode == "convolution" and instruction.convolution_dimension_numbers.output_batch_dimension == 0:
       swapped[0] = None
-    return [swap if dim is None or dim == rank - 1 else with_minor_most(default_layout(rank), dim)
-            for swap, dim, rank in zip(swapped, dims, ranks)]
+    return [swap if dim is None or dim == rank - 1 or not 0 <= dim < rank
+            else with_minor_most(default_layout(rank), dim) for swap, dim, rank in zip(swapped, dims, ranks)]
   if instruction.opcode == "transpose" and len(tensors) == 2:
     permutation = list(instruction.dimensions)
+    if sorted(permutation) != list(range(ranks[0])) or ranks[1] != ranks[0]:
+      return swapped  # not a permutation of the result's dims: no bitcast to offer
     inverse = [permutation.index(d) for d in range(len(permutation))]
     default = default_layout(ranks[0])
     bitcasts = [tuple(inverse[d] for d in default), tuple(permutation[d] for d in default)]
@@ -103,12 +109,15 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
   return swapped
 
 
-def uniform_choices(sizes: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+Random = Union[np.random.Generator, splitmix64.SplitMix64]
+
+
+def uniform_choices(sizes: np.ndarray, count: int, rng: Random) -> np.ndarray:
   """(count, v) int64: for each of v layout variables with `sizes` (v,) choices, one drawn uniformly."""
   return (rng.random((count, len(sizes))) * sizes).astype(np.int64)
 
 
-def sampled_layout_choices(sizes: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+def sampled_layout_choices(sizes: np.ndarray, count: int, rng: Random) -> np.ndarray:
   """(c, v) int64 distinct configs, c <= count: row 0 every variable at its default (choice 0), then
   uniformly drawn combinations in the order drawn (all of them when there are at most `count`)."""
   sizes = np.asarray(sizes, np.int64)
@@ -116,6 +125,8 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: np.random.Generat
     return np.asarray(list(itertools.product(*(range(int(s)) for s in sizes))), np.int64).reshape(-1, len(sizes))
   found = {tuple([0] * len(sizes)): None}
   for _ in range(_LAYOUT_DRAW_ROUNDS):
+    if len(found) >= count:
+      break
     for row in uniform_choices(sizes, count, rng):
       found.setdefault(tuple(int(v) for v in row), None)
       if len(found) == count:
@@ -125,14 +136,16 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: np.random.Generat
 
 def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                        graph_id: Optional[str] = None, collection: str = "layout:xla:default",
-                       source: Optional[str] = None) -> graphs.LayoutGraph:
+                       source: Optional[str] = None,
+                       configurable: Optional[Sequence[int]] = None) -> graphs.LayoutGraph:
   """An unlabelled layout graph of a whole module whose configs are candidate layouts.
 
-  Configurable nodes are its convolutions, dots and reshapes (featurize.CONFIGURABLE_OPCODES);
+  Configurable nodes are `configurable` (node indices, as a tuning data's config_index_to_node)
+  where given, else its convolutions, dots and reshapes (featurize.CONFIGURABLE_OPCODES);
   each array tensor of rank >= 1 among a node's result and first two operands is offered
   `candidate_layouts`, its features.CONFIGURED_LAYOUT_DIMS minor-most dimensions written to the configs. Config 0
   is every tensor at its default; the others are distinct combinations drawn uniformly with
-  `seed`, at most `num_candidates` configs in all.
+  `seed` (splitmix64), at most `num_candidates` configs in all.
 
   Raises:
     graphs.GraphFileError: a malformed module, or one with no configurable node.
@@ -142,12 +155,18 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
   source = source or f"HLO module {module.name!r}"
   nodes = featurize.module_features(module, source)
   by_id = {instruction.id: instruction for instruction in nodes.instructions}
-  node_ids, slot_choices = [], []  # per configurable node: per slot a (k, rank) array or None
-  for i, instruction in enumerate(nodes.instructions):
-    if instruction.opcode not in featurize.CONFIGURABLE_OPCODES:
-      continue
+  if configurable is None:
+    node_ids = [i for i, instruction in enumerate(nodes.instructions)
+                if instruction.opcode in featurize.CONFIGURABLE_OPCODES]
+  else:
+    node_ids = [int(i) for i in configurable]
+    beyond = [i for i in node_ids if not 0 <= i < nodes.num_nodes]
+    if beyond:
+      raise graphs.GraphFileError(source, f"config_index_to_node holds {beyond[0]}, beyond the {nodes.num_nodes} nodes")
+  slot_choices = []  # per configurable node: per slot a (k, rank) array or None
+  for i in node_ids:
+    instruction = nodes.instructions[i]
     tensors = ([instruction] + [by_id[o] for o in instruction.operand_ids])[:features.LAYOUT_MAX_TENSORS]
-    node_ids.append(i)
     slot_choices.append([candidate_layouts(len(t.shape.dimensions), alternative)
                          if t.shape.dimensions and not t.shape.tuple_shapes else None
                          for t, alternative in zip(tensors, alternative_layouts(instruction, tensors, by_id))])
@@ -155,7 +174,7 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
     raise graphs.GraphFileError(source, "has no convolution, dot or reshape: no layout to choose")
   variables = [choices for node in slot_choices for choices in node if choices is not None]
   picked = sampled_layout_choices(np.asarray([len(v) for v in variables], np.int64), num_candidates,
-                                  np.random.default_rng(seed))
+                                  splitmix64.SplitMix64(seed))
   config_feat = np.full((picked.shape[0], len(node_ids), features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS),
                         -1.0, np.float32)
   variable = 0
@@ -180,7 +199,7 @@ def tile_sizes(extent: int, keep: int) -> list[int]:
 
 
 def tile_candidates(output_dims: Sequence[int], convolution_features: Optional[Sequence[int]],
-                    rng: np.random.Generator) -> list[tuple[tuple, tuple]]:
+                    rng: Random) -> list[tuple[tuple, tuple]]:
   """(output tile, kernel tile) pairs: one size per output dim, and for a convolution its
   (input, output) feature tile (else ()). All combinations, or MAX_TILE_CANDIDATES drawn from
   `rng` (distinct, in sorted order) when there are more."""
@@ -199,34 +218,48 @@ def tile_candidates(output_dims: Sequence[int], convolution_features: Optional[S
 
 def kernel_extents(kernel: hlo_pb2.HloModuleProto) -> tuple[tuple, Optional[tuple]]:
   """What a kernel module's tile sizes divide: the dims of its (first) result, and for a fused
-  convolution of the result's rank its (input, output) feature counts, else None."""
+  convolution of the result's rank its (input, output) feature counts, else None. The kernel is
+  well formed (featurize.check_module): its entry computation is named by id or name."""
   by_id = {i.id: i for c in kernel.computations for i in c.instructions}
-  entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)
+  entry = next((c for c in kernel.computations if c.id == kernel.entry_computation_id), None) or next(
+      c for c in kernel.computations if c.name == kernel.entry_computation_name)
   root = by_id[entry.root_id]
   shape = root.shape.tuple_shapes[0] if root.shape.tuple_shapes else root.shape
   fused = [i for c in kernel.computations if c.id != entry.id for i in c.instructions]
   matrix = next((i for i in fused if i.opcode in MXU_OPCODES), None)
   convolution_features = None
-  if matrix is not None and matrix.opcode == "convolution" and len(matrix.shape.dimensions) == len(shape.dimensions):
+  if (matrix is not None and matrix.opcode == "convolution" and len(matrix.shape.dimensions) == len(shape.dimensions)
+      and len(matrix.operand_ids) > 1):
     numbers = matrix.convolution_dimension_numbers
     kernel_dims = by_id[matrix.operand_ids[1]].shape.dimensions
-    convolution_features = (int(kernel_dims[numbers.kernel_input_feature_dimension]),
-                            int(kernel_dims[numbers.kernel_output_feature_dimension]))
+    dims = (numbers.kernel_input_feature_dimension, numbers.kernel_output_feature_dimension)
+    if all(0 <= d < len(kernel_dims) for d in dims):
+      convolution_features = tuple(int(kernel_dims[d]) for d in dims)
   return tuple(int(d) for d in shape.dimensions), convolution_features
+
+
+def sampled_indices(n: int, count: int, rng: Random) -> list[int]:
+  """`count` of range(n) drawn without replacement (a partial Fisher-Yates shuffle), sorted."""
+  order = list(range(n))
+  for i in range(count):
+    j = i + rng.integers(n - i)
+    order[i], order[j] = order[j], order[i]
+  return sorted(order[:count])
 
 
 def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                       collection: str = "tile:xla", source: Optional[str] = None) -> graphs.TileGraph:
   """An unlabelled tile graph of one kernel module (featurize.kernel_modules) whose configs are its
-  candidate tile sizes (`tile_candidates`), at most `num_candidates` of them drawn with `seed`."""
+  candidate tile sizes (`tile_candidates`), at most `num_candidates` of them drawn with `seed`
+  (splitmix64)."""
   if num_candidates < 1:
     raise ValueError(f"num_candidates must be positive, got {num_candidates}")
   source = source or f"HLO kernel module {kernel.name!r}"
   nodes = featurize.module_features(kernel, source)
-  rng = np.random.default_rng(seed)
+  rng = splitmix64.SplitMix64(seed)
   pairs = tile_candidates(*kernel_extents(kernel), rng)
   if len(pairs) > num_candidates:
-    pairs = [pairs[i] for i in np.sort(rng.choice(len(pairs), num_candidates, replace=False))]
+    pairs = [pairs[i] for i in sampled_indices(len(pairs), num_candidates, rng)]
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
       output_bounds=output, kernel_bounds=kernel_tile)) for output, kernel_tile in pairs])
   arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
@@ -235,38 +268,32 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
   return graphs.validate_graph(source, kernel.name, collection, featurize.UNLABELLED_SPLIT, arrays)
 
 
-def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: int, kernels: bool = False,
-                               seed: int = 0) -> list[graphs.Graph]:
-  """The candidate configs of the bare HloModuleProto in a .pb file: its program's candidate layouts,
-  or with `kernels` (an optimized module) one graph of candidate tile sizes per fusion.
+def candidate_graphs(proto: featurize.HloProto, num_candidates: int, kernels: bool = False, seed: int = 0,
+                     source: Optional[str] = None) -> list[graphs.Graph]:
+  """The candidate configs of a proto's module: its program's candidate layouts (the configurable
+  nodes of a ModuleTuningData, measured or not, kept), or with `kernels` the candidate tile sizes
+  of each fusion of an optimized module (of each kernel of a TuningData). `source` (a file) is what
+  errors name.
 
   Raises:
-    graphs.GraphFileError: naming `path`: not a bare module (tuning data carries its own configs),
-      or (`kernels`) a module without fusions.
+    graphs.GraphFileError: a TuningData without `kernels`, or (`kernels`) a module without fusions.
   """
-  proto = featurize.read_hlo_file(path)
-  if not isinstance(proto, hlo_pb2.HloModuleProto):
-    raise graphs.GraphFileError(path, f"holds a {type(proto).__name__}, whose configs are its measured runs; "
-                                "candidates are generated for a bare HloModuleProto")
+  if isinstance(proto, tuning_pb2.TuningData):
+    if not kernels:
+      raise graphs.GraphFileError(source or "tile tuning data", "holds kernels' tuning data (TuningData): their "
+                                  "candidates are tile sizes (--kernels)")
+    return [kernel_candidates(m.module, num_candidates, seed, source=source and f"{source} (module {m.module.name!r})")
+            for m in proto.modules]
+  tuned = isinstance(proto, tuning_pb2.ModuleTuningData)
+  module = proto.module if tuned else proto
   if kernels:
-    return [kernel_candidates(k, num_candidates, seed, source=f"{path} (fusion {k.name!r})")
-            for k in featurize.kernel_modules(proto, source=str(path))]
-  return [program_candidates(proto, num_candidates, seed, source=str(path))]
+    return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})")
+            for k in featurize.kernel_modules(module, source=source)]
+  return [program_candidates(module, num_candidates, seed, source=source,
+                             configurable=list(proto.config_index_to_node) if tuned else None)]
 
 
-def describe(graph: graphs.Graph, config: int) -> dict:
-  """What config `config` of a candidate graph sets, read back from its config features.
-
-  Tile graphs: {"output_tile": [sizes], "kernel_tile": [sizes]} (kernel_tile empty unless a
-  convolution). Layout graphs: {"layouts": {node index: [minor-to-major order per tensor: result,
-  operand 0, operand 1]}} for the configurable nodes where the config differs from config 0
-  (the default); node i is the module's i-th instruction in proto order.
-  """
-  if isinstance(graph, graphs.TileGraph):
-    sizes = dict(zip(features.TILE_CONFIG_FEATURE_NAMES, graph.config_feat[config].tolist()))
-    return {f"{name}_tile": [int(v) for key, v in sizes.items() if key.startswith(f"{name}_bounds_")
-                             and key[-1].isdigit() and v > 0] for name in ("output", "kernel")}
-  chosen, default = graph.node_config_feat[config], graph.node_config_feat[0]
-  shaped = chosen.reshape(len(graph.node_config_ids), features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS)
-  return {"layouts": {int(graph.node_config_ids[j]): [[int(d) for d in tensor if d >= 0] for tensor in shaped[j]]
-                      for j in np.flatnonzero((chosen != default).any(axis=1))}}
+def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: int, kernels: bool = False,
+                               seed: int = 0) -> list[graphs.Graph]:
+  """candidate_graphs of the proto in a .pb file (featurize.read_hlo_file), errors naming `path`."""
+  return candidate_graphs(featurize.read_hlo_file(path), num_candidates, kernels, seed, str(path))

@@ -20,9 +20,12 @@ _INTRODUCTION = """\
 # Feature specification
 
 What each number of a TpuGraphs graph means and how it is computed from an XLA HLO module, precise
-enough to reimplement the featurizer (for example in C++, inside a compiler) and to read a model's
-inputs. The columns are those of the public release's npz files; `tpu_graphs/hlo/featurize.py`
-computes them from protos with the tables in `tpu_graphs/hlo/features.py`.
+enough to reimplement the featurizer and to read a model's inputs. The columns are those of the
+public release's npz files; `tpu_graphs/hlo/featurize.py` computes them from protos with the
+tables in `tpu_graphs/hlo/features.py`, and `native/hlo` computes the same arrays in C++ (what a
+compiler links, [compiler.md](compiler.md)), bit for bit: tests/test_native_featurizer.py and
+tests/test_native_zoo.py compare the two on the real sample's protos, on modules XLA dumps itself
+and on every program of the generated zoo.
 
 This file is generated from those tables; do not edit it by hand. After changing a table, run
 
@@ -39,7 +42,9 @@ This file is generated from those tables; do not edit it by hand. After changing
   the release's raw protos. A field an instruction does not set reads as the proto default (0,
   false, empty).
 - **Values** are float32: each integer field converted to float32 (exact below 2^24; a larger sum or
-  product, such as the element count of a big tensor, is rounded to the nearest float32).
+  product, such as the element count of a big tensor, is rounded to the nearest float32). Sums and
+  products are computed exactly (unbounded integers), rounded to the nearest double, then to the
+  nearest float32, as Python's `float()` and numpy do.
 - **Sequences.** A repeated field becomes its first k entries (`_0` .. `_{k-1}`; 0 where the
   sequence is shorter, entries past k are dropped) and, for most fields, the sum and product over
   *all* of its entries (`_sum`, `_product`). The product of an empty sequence is 1 for node

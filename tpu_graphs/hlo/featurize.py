@@ -7,12 +7,16 @@ one per distinct operand of an instruction, plus one from an instruction to the 
 computation it calls (fusions, reducers, loop bodies), sorted.
 
     module_features(hlo_module)          -> ModuleFeatures (nodes, edges, splits, id <-> node)
-    layout_graph(module_tuning_data)     -> LayoutGraph   (successful runs only)
+    layout_graph(module_tuning_data)     -> LayoutGraph   (successful runs only; none before any run)
     tile_graphs(tuning_data)             -> [TileGraph]   (one per kernel, successful runs only)
     program_graph(hlo_module)            -> LayoutGraph   (unlabelled, its own layouts as config)
     kernel_modules(optimized_hlo_module) -> [HloModuleProto] (one per fusion)
     kernel_graph(kernel_module)          -> TileGraph     (unlabelled, one empty tile config)
-    read_hlo_file(path)                  -> the proto in a .pb file, whichever of the three kinds
+    read_hlo_file(path)                  -> the proto in a .pb file, whichever kind (an HloProto's module)
+
+Tuning data nobody has measured yet (the module and its configurable nodes, no runs: a program
+before an autotuner has run it) gives graphs without configs, to rank through candidates
+(candidates.py). The C++ featurizer (native/hlo) computes the same arrays, bit for bit.
 """
 
 from __future__ import annotations
@@ -146,9 +150,9 @@ def check_module(module: hlo_pb2.HloModuleProto, source: str) -> None:
         if computation_of.get(operand_id) != computation.id:
           refuse(f"instruction {instruction.name!r} has operand id {operand_id}, which no instruction of "
                  f"computation {computation.name!r} has (a dangling operand)")
-        for callee in instruction.called_computation_ids:
-          if callee not in computations:
-            refuse(f"instruction {instruction.name!r} calls computation id {callee}, which the module lacks")
+      for callee in instruction.called_computation_ids:
+        if callee not in computations:
+          refuse(f"instruction {instruction.name!r} calls computation id {callee}, which the module lacks")
       operands[instruction.id] = list(instruction.operand_ids)
     cyclic = _first_in_cycle(operands)
     if cyclic is not None:
@@ -229,16 +233,27 @@ def _successful_runtime(run) -> Optional[int]:
   return int(run.profile.compute_time_ns)
 
 
+def _without_configs(graph: graphs.Graph) -> graphs.Graph:
+  """`graph` (validated with one placeholder config) with none: a program nothing was measured on,
+  which the format's files cannot hold (they need configs) but candidates can rank."""
+  if isinstance(graph, graphs.TileGraph):
+    return dataclasses.replace(graph, config_feat=graph.config_feat[:0], config_runtime=graph.config_runtime[:0],
+                               config_runtime_normalizers=graph.config_runtime_normalizers[:0])
+  return dataclasses.replace(graph, node_config_feat=graph.node_config_feat[:0],
+                             config_runtime=graph.config_runtime[:0])
+
+
 def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = None,
                  collection: str = "layout:xla:default", split: Optional[str] = None,
                  source: Optional[str] = None) -> graphs.LayoutGraph:
-  """The layout graph of one program: its nodes and one config per successful run.
+  """The layout graph of one program: its nodes and one config per successful run; none (and the
+  unlabelled split) where the tuning data has no runs yet.
 
   `config_index_to_node` lists node indices (positions in node order, as in the release's
   `node_config_ids`). Runs that failed, have no profile, or are not layout configs are dropped.
 
   Raises:
-    graphs.GraphFileError: no successful run, no configurable node, or a config that does not fit.
+    graphs.GraphFileError: runs none of which succeeded, no configurable node, or a config that does not fit.
   """
   source = source or f"layout tuning data of module {tuning.module.name!r}"
   module = module_features(tuning.module, source)
@@ -262,18 +277,24 @@ def layout_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = 
                           f"lists {node_config_ids.size}")
     config_feats.append(config)
     runtimes.append(runtime)
-  if not runtimes:
+  measured = bool(tuning.runs)
+  if measured and not runtimes:
     raise graphs.GraphFileError(source, f"none of the {len(tuning.runs)} runs succeeded with a layout config")
+  if not measured:  # validated with a placeholder config, returned without
+    config_feats, runtimes = [np.full((node_config_ids.size, 18), -1, np.float32)], [0]
   arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
                 node_config_ids=node_config_ids, node_config_feat=np.stack(config_feats),
                 config_runtime=np.asarray(runtimes, np.int64), node_splits=module.node_splits)
-  return graphs.validate_graph(source, graph_id or tuning.module.name, collection, split, arrays)
+  graph = graphs.validate_graph(source, graph_id or tuning.module.name, collection,
+                                split if measured else UNLABELLED_SPLIT, arrays)
+  return graph if measured else _without_configs(graph)
 
 
 def tile_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = None,
                collection: str = "tile:xla", split: Optional[str] = None,
                source: Optional[str] = None) -> graphs.TileGraph:
-  """The tile graph of one kernel: its nodes and one config per successful tile-size run.
+  """The tile graph of one kernel: its nodes and one config per successful tile-size run; none (and
+  the unlabelled split) where the tuning data has no runs yet.
 
   Runtimes are normalized by the default config's runtime (`config_runtime_normalizers`, the
   same value for every config). Failed runs and runs measuring <= 1 ns are dropped.
@@ -294,21 +315,28 @@ def tile_graph(tuning: tuning_pb2.ModuleTuningData, graph_id: Optional[str] = No
       default_runtime = runtime
     config_feats.append(features.tile_config_features(run.op_config.tile_size_config))
     runtimes.append(runtime)
-  if not runtimes:
+  measured = bool(tuning.runs)
+  if measured and not runtimes:
     raise graphs.GraphFileError(source, f"none of the {len(tuning.runs)} runs succeeded")
-  if default_runtime is None:
+  if measured and default_runtime is None:
     raise graphs.GraphFileError(source, "no successful default run to normalize runtimes by")
+  if not measured:  # validated with a placeholder config, returned without
+    config_feats, runtimes, default_runtime = [features.tile_config_features(tuning_pb2.TileSizeConfig())], [0], 1
   arrays = dict(node_feat=module.node_feat, node_opcode=module.node_opcode, edge_index=module.edge_index,
                 config_feat=np.stack(config_feats), config_runtime=np.asarray(runtimes, np.int64),
                 config_runtime_normalizers=np.full(len(runtimes), default_runtime, np.int64))
-  return graphs.validate_graph(source, graph_id or tuning.module.name, collection, split, arrays)
+  graph = graphs.validate_graph(source, graph_id or tuning.module.name, collection,
+                                split if measured else UNLABELLED_SPLIT, arrays)
+  return graph if measured else _without_configs(graph)
 
 
 def tile_graphs(tuning: tuning_pb2.TuningData, collection: str = "tile:xla", split: Optional[str] = None,
                 source: Optional[str] = None) -> list[graphs.TileGraph]:
-  """One TileGraph per kernel that was tuned (more than one run), named after its module."""
+  """One TileGraph per kernel that was tuned (more than one run), named after its module; where no
+  kernel has run yet, one without configs per kernel."""
   source = source or "tile tuning data"
-  kernels = [m for m in tuning.modules if len(m.runs) > 1 and m.HasField("module")]
+  measured = any(m.runs for m in tuning.modules)
+  kernels = [m for m in tuning.modules if (len(m.runs) > 1 or not measured) and m.HasField("module")]
   if not kernels:
     raise graphs.GraphFileError(source, f"none of the {len(tuning.modules)} modules has more than one run")
   return [tile_graph(m, m.module.name, collection, split, f"{source} (module {m.module.name!r})")
@@ -386,8 +414,8 @@ def kernel_modules(module: hlo_pb2.HloModuleProto, source: Optional[str] = None)
   if not fusions:
     named = "" if f"{module.name!r}" in source else f"module {module.name!r} "
     raise graphs.GraphFileError(source, f"{named}has no fusion instruction to make a kernel of: kernels need the "
-                                "optimized HLO (stage='optimized_hlo_serialized'), not the unoptimized one "
-                                "(stage='hlo_serialized')")
+                                "optimized HLO (stage='optimized_hlo_serialized', or XLA's *after_optimizations.hlo.pb "
+                                "dump), not the unoptimized one (stage='hlo_serialized')")
   next_id = 1 + max(instructions)
   kernels = []
   for fusion in fusions:
@@ -434,39 +462,43 @@ def _is_plausibly(parsed) -> bool:
   """Whether a successful parse is plausibly the message it was parsed as.
 
   Protobuf parsing accepts bytes of another message type whenever the wire types happen to
-  agree, so the content decides: each kind must carry what its producer always writes.
+  agree, so the content decides: each kind must carry what its producer always writes. Tuning
+  data may have no runs yet (nothing measured); a program's still lists its configurable nodes.
   """
   if isinstance(parsed, tuning_pb2.TuningData):
-    return any(m.runs for m in parsed.modules) and all(
+    return bool(parsed.modules) and all(
         _looks_like_module(m.module) and all(r.WhichOneof("config") == "op_config" for r in m.runs)
         for m in parsed.modules)
   if isinstance(parsed, tuning_pb2.ModuleTuningData):
-    return (_looks_like_module(parsed.module) and bool(parsed.config_index_to_node) and bool(parsed.runs)
+    return (_looks_like_module(parsed.module) and bool(parsed.config_index_to_node)
             and all(r.WhichOneof("config") == "module_config" for r in parsed.runs))
+  if isinstance(parsed, hlo_pb2.HloProto):
+    return _looks_like_module(parsed.hlo_module)
   return _looks_like_module(parsed)
 
 
 def parse_hlo_proto(data: bytes, source: str) -> HloProto:
-  """Parses serialized bytes as ModuleTuningData, TuningData or HloModuleProto, whichever fits.
+  """Parses serialized bytes as ModuleTuningData, TuningData, HloModuleProto or HloProto (what
+  XLA's --xla_dump_hlo_as_proto writes, `*.hlo.pb`), whichever fits; an HloProto gives its module.
 
   Raises:
-    graphs.GraphFileError: the bytes are none of the three (not a proto, truncated, or another message).
+    graphs.GraphFileError: the bytes are none of them (not a proto, truncated, or another message).
   """
   if not data:
     raise graphs.GraphFileError(source, "the file is empty")
-  for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto):
+  for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto, hlo_pb2.HloProto):
     try:
       parsed = kind.FromString(data)
     except protobuf_message.DecodeError:
       continue
     if _is_plausibly(parsed):
-      return parsed
-  raise graphs.GraphFileError(source, "not a serialized ModuleTuningData, TuningData or HloModuleProto "
-                      "(not a protocol buffer, truncated, or missing computations / runs)")
+      return parsed.hlo_module if isinstance(parsed, hlo_pb2.HloProto) else parsed
+  raise graphs.GraphFileError(source, "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto "
+                      "(not a protocol buffer, truncated, or missing computations / configurable nodes / runs)")
 
 
 def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
-  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData or HloModuleProto."""
+  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto."""
   path = storage.as_path(path)
   problem = storage.file_problem(path)
   if problem:
@@ -481,18 +513,19 @@ def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
   return parse_hlo_proto(data, str(path))
 
 
-def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> list[graphs.Graph]:
-  """The graphs in a .pb file, whatever it holds.
-
-  A ModuleTuningData gives one layout graph, a TuningData one tile graph per kernel, a bare
-  HloModuleProto the unlabelled program graph or, with `kernels` (for an optimized module), one
-  unlabelled tile graph per fusion.
-  """
-  proto = read_hlo_file(path)
+def graphs_of_proto(proto: HloProto, kernels: bool = False, source: Optional[str] = None) -> list[graphs.Graph]:
+  """The graphs a proto holds: a ModuleTuningData's layout graph, a TuningData's tile graph per
+  kernel, a bare module's unlabelled program graph or, with `kernels` (an optimized module), one
+  unlabelled tile graph per fusion. `source` (a file) is what errors name."""
   if isinstance(proto, tuning_pb2.ModuleTuningData):
-    return [layout_graph(proto, source=str(path))]
+    return [layout_graph(proto, source=source)]
   if isinstance(proto, tuning_pb2.TuningData):
-    return tile_graphs(proto, source=str(path))
+    return tile_graphs(proto, source=source)
   if kernels:
-    return [kernel_graph(k, source=f"{path} (fusion {k.name!r})") for k in kernel_modules(proto, str(path))]
-  return [program_graph(proto, source=str(path))]
+    return [kernel_graph(k, source=source and f"{source} (fusion {k.name!r})") for k in kernel_modules(proto, source)]
+  return [program_graph(proto, source=source)]
+
+
+def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> list[graphs.Graph]:
+  """The graphs in a .pb file, whatever it holds (graphs_of_proto), errors naming the file."""
+  return graphs_of_proto(read_hlo_file(path), kernels, str(path))

@@ -1,0 +1,41 @@
+// The flags of the native programs (//native:rank, //native:featurize): --name=value, --name alone
+// for a boolean, and paths taken from where `bazel run` was started.
+#ifndef TPU_GRAPHS_NATIVE_COMMAND_LINE_H_
+#define TPU_GRAPHS_NATIVE_COMMAND_LINE_H_
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace tpu_graphs {
+
+// Bad flags: the program prints its usage and exits with status 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Flag name -> value; the keys are the flags a program knows, their values its defaults.
+using Flags = std::map<std::string, std::string>;
+
+// Sets `flags` from argv: --name=value, or --name alone ("true"); UsageError for anything else or
+// a name `flags` lacks.
+void ParseFlags(int argc, char** argv, Flags& flags);
+
+// The integer value of flag `name`, at least `least`; UsageError otherwise.
+int64_t IntegerFlag(const Flags& flags, const std::string& name, int64_t least);
+
+// Whether boolean flag `name` is "true"; UsageError for a value other than true or false.
+bool BooleanFlag(const Flags& flags, const std::string& name);
+
+// The exit status of a program whose `main` throws: its own status; 2, printing "<program>: <what>"
+// and the usage, for a UsageError; 1, printing "<program>: error: <what>", for anything else.
+int RunProgram(const char* program, const char* usage, int (*main)(int, char**), int argc, char** argv);
+
+// A path relative to where `bazel run` was started (the program runs in its runfiles).
+std::string FromCallerDirectory(const std::string& path);
+
+}  // namespace tpu_graphs
+
+#endif  // TPU_GRAPHS_NATIVE_COMMAND_LINE_H_

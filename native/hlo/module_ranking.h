@@ -1,0 +1,43 @@
+// A module's configs ranked by a cost model, best first, each with what it sets: the question a
+// compiler asks (tpu_graphs_rank_module, //native:rank --hlo), answered as baselines/rank.py does.
+#ifndef TPU_GRAPHS_NATIVE_HLO_MODULE_RANKING_H_
+#define TPU_GRAPHS_NATIVE_HLO_MODULE_RANKING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "native/hlo/config_description.h"
+#include "native/hlo/graph.h"
+#include "native/hlo/hlo_input.h"
+
+namespace tpu_graphs {
+
+struct RankedConfig {
+  int64_t config;
+  float score;  // lower = predicted faster
+  ConfigDescription sets;
+};
+
+struct GraphRanking {
+  std::string graph_id, collection;
+  int64_t num_configs = 0;
+  std::vector<RankedConfig> best;  // best first; ties keep config order
+};
+
+// Scores of every config of a graph, in config order (lower = predicted faster); throws where
+// the model refuses the graph.
+using Scorer = std::function<std::vector<float>(const Graph&)>;
+
+// The graphs an input's configs are ranked in: with num_candidates > 0 its module's candidates
+// (CandidateGraphsOfInput), else the configs it holds (GraphsOfInput); `kernels`: tile graphs of
+// its fusions. Throws HloError for a graph without configs (tuning data nothing was measured on).
+std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed);
+
+// The `top` best configs of `graph` under `score`.
+GraphRanking RankGraph(const Graph& graph, const Scorer& score, int64_t top);
+
+}  // namespace tpu_graphs
+
+#endif  // TPU_GRAPHS_NATIVE_HLO_MODULE_RANKING_H_

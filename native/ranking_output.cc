@@ -1,0 +1,117 @@
+#include "native/ranking_output.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace tpu_graphs {
+namespace {
+
+// Instructions a console line names before it says how many more it moves.
+constexpr size_t kInstructionsShown = 3;
+
+std::string Shown(float score) {  // Python's f"{score:.4g}"
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4g", score);
+  return text;
+}
+
+std::string List(const std::vector<int64_t>& values) {  // Python's str(list)
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+std::string Number(double value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
+
+std::string Quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Sets(const RankedConfig& config, bool tile) {
+  const ConfigDescription& sets = config.sets;
+  if (tile) {
+    return "output tile " + List(sets.output_tile) + (sets.kernel_tile.empty() ? "" : "; kernel tile " +
+                                                                                          List(sets.kernel_tile));
+  }
+  if (sets.layouts.empty()) return "keeps the module's own layouts";
+  const size_t moved = sets.layouts.size();
+  std::string text = "moves " + std::to_string(moved) + (moved == 1 ? " instruction: " : " instructions: ");
+  for (size_t i = 0; i < moved && i < kInstructionsShown; ++i) {
+    text += i ? "; " : "";
+    text += sets.layouts[i].instruction;
+    for (const TensorLayout& tensor : sets.layouts[i].tensors) {
+      text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
+    }
+  }
+  if (moved > kInstructionsShown) text += "; and " + std::to_string(moved - kInstructionsShown) + " more";
+  return text;
+}
+
+std::string JsonOfSets(const ConfigDescription& sets, bool tile) {
+  if (tile) return "\"output_tile\": " + List(sets.output_tile) + ", \"kernel_tile\": " + List(sets.kernel_tile);
+  std::string text = "\"layouts\": {";
+  for (size_t i = 0; i < sets.layouts.size(); ++i) {
+    text += std::string(i ? "," : "") + "\n     " + Quoted(sets.layouts[i].instruction) + ": {";
+    for (size_t t = 0; t < sets.layouts[i].tensors.size(); ++t) {
+      const TensorLayout& tensor = sets.layouts[i].tensors[t];
+      text += std::string(t ? ", " : "") + Quoted(TensorRole(tensor.tensor)) + ": " + List(tensor.dims);
+    }
+    text += "}";
+  }
+  return text + (sets.layouts.empty() ? "}" : "\n    }");
+}
+
+}  // namespace
+
+std::string RankingText(const GraphRanking& ranking) {
+  const bool tile = ranking.collection.rfind("tile", 0) == 0;
+  std::string text = ranking.collection + ":" + ranking.graph_id + ": " + std::to_string(ranking.num_configs) +
+                     " configs, best first: ";
+  for (size_t i = 0; i < ranking.best.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(ranking.best[i].config) + " (" + Shown(ranking.best[i].score) + ")";
+  }
+  text += "\n";
+  for (const RankedConfig& config : ranking.best) {
+    text += "  config " + std::to_string(config.config) + " (" + Shown(config.score) + "): " + Sets(config, tile) +
+            "\n";
+  }
+  return text;
+}
+
+std::string RankingJson(const std::vector<GraphRanking>& rankings) {
+  std::string text = "[";
+  for (size_t g = 0; g < rankings.size(); ++g) {
+    const GraphRanking& ranking = rankings[g];
+    const bool tile = ranking.collection.rfind("tile", 0) == 0;
+    text += std::string(g ? "," : "") + "\n {\n  \"id\": " + Quoted(ranking.graph_id) + ",\n  \"collection\": " +
+            Quoted(ranking.collection) + ",\n  \"num_configs\": " + std::to_string(ranking.num_configs) + ",\n";
+    if (!tile) text += "  \"layouts_meaning\": " + Quoted(kLayoutsMeaning) + ",\n";
+    text += "  \"best\": [";
+    for (size_t i = 0; i < ranking.best.size(); ++i) {
+      const RankedConfig& config = ranking.best[i];
+      text += std::string(i ? "," : "") + "\n   {\n    \"config\": " + std::to_string(config.config) +
+              ",\n    \"score\": " + Number(config.score) + ",\n    " + JsonOfSets(config.sets, tile) + "\n   }";
+    }
+    text += ranking.best.empty() ? "]\n }" : "\n  ]\n }";
+  }
+  return text + "\n]\n";
+}
+
+}  // namespace tpu_graphs

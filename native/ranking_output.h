@@ -1,0 +1,23 @@
+// What //native:rank prints and writes, as baselines/rank.py does: per graph a line of its best
+// configs, then one line per config saying what it sets; the JSON of rank.py --json.
+#ifndef TPU_GRAPHS_NATIVE_RANKING_OUTPUT_H_
+#define TPU_GRAPHS_NATIVE_RANKING_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "native/hlo/module_ranking.h"
+
+namespace tpu_graphs {
+
+// "<collection>:<id>: <n> configs, best first: 3 (0.1), 7 (0.2)\n" and per best config
+// "  config 3 (0.1): moves 2 instructions: convolution.4 result [0, 1] operand 1 [2, 3]; ...\n".
+std::string RankingText(const GraphRanking& ranking);
+
+// [{"id", "collection", "num_configs", ("layouts_meaning",) "best": [{"config", "score",
+// "output_tile", "kernel_tile"} or {"config", "score", "layouts": {name: {role: dims}}}]}].
+std::string RankingJson(const std::vector<GraphRanking>& rankings);
+
+}  // namespace tpu_graphs
+
+#endif  // TPU_GRAPHS_NATIVE_RANKING_OUTPUT_H_
