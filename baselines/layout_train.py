@@ -58,9 +58,9 @@ _SEGMENT_SIZE = flags.DEFINE_integer(
 _GRAPH_NORM = flags.DEFINE_bool("graph_norm", None, "GraphNorm over a graph's ops after every round.")
 _GRAPH_NORM_SCALE = flags.DEFINE_bool("graph_norm_scale", None, "GraphNorm divides by the spread of op states over "
                                       "the graph, as Cai et al.'s does; --nograph_norm_scale only centres them.")
-_CROSS_CONFIG_ATTENTION = flags.DEFINE_bool(
-    "cross_config_attention", None, "Attention over the configs of a list before scoring (scores then depend on the "
-    "list a config is scored in).")
+_CONTEXT_LAYERS = flags.DEFINE_integer("context_layers", None, "Rounds of config-independent message passing, "
+                                       "computed once per graph.")
+_CONFIG_UNITS = flags.DEFINE_integer("config_units", None, "Width of the per-config op states (default --units).")
 _CONFIG_ENCODINGS = flags.DEFINE_list(
     "config_encodings", None,
     "What the model reads of each config's layouts, any of: categories (embedded layout values, else raw numbers), "
@@ -69,7 +69,8 @@ _CONFIG_ENCODINGS = flags.DEFINE_list(
 flags.register_validator("config_encodings",
                          lambda names: names is None or set(names) <= set(layout_model.CONFIG_ENCODINGS),
                          f"config encodings must be among {', '.join(layout_model.CONFIG_ENCODINGS)}")
-program.require_at_least(1, _CONFIGS_PER_CHUNK)
+program.require_at_least(1, _CONFIGS_PER_CHUNK, _CONFIG_UNITS)
+program.require_at_least(0, _CONTEXT_LAYERS)
 
 
 def _zero_or_negative_is_none(value: int):
@@ -85,7 +86,7 @@ def main(argv):
   model = training_flags.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                 "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
                                 "graph_norm_scale": _GRAPH_NORM_SCALE,
-                                "cross_config_attention": _CROSS_CONFIG_ATTENTION,
+                                "context_layers": _CONTEXT_LAYERS, "config_units": _CONFIG_UNITS,
                                 "config_encodings": _CONFIG_ENCODINGS})
   if "prune_hops" in model and model["prune_hops"] < 0:
     model["prune_hops"] = None

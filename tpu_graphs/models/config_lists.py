@@ -8,7 +8,9 @@ list size that is static when the graph's shapes are:
 
 * traced on a graph of static sizes (padded inputs, tpu_graphs/train/padding.py), k is the number
   of config nodes of the batch: an upper bound of any graph's list that XLA can see at compile
-  time (the padding component's filler configs fill a list of their own);
+  time (the padding component's filler configs fill a list of their own), or the smaller bound a
+  caller vouches for with `lists_of_at_most` (the trainer's sampled lists: without it every op of
+  a padded training batch would hold a state per config of the whole batch);
 * otherwise (eager calls, traces on dynamic shapes) k is the longest list of the batch.
 
 Both give the same values at every real config's position.
@@ -16,7 +18,9 @@ Both give the same values at every real config's position.
 
 from __future__ import annotations
 
-from typing import Union
+import contextlib
+import threading
+from typing import Iterator, Union
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
@@ -32,12 +36,29 @@ def list_positions(graph: tfgnn.GraphTensor) -> tf.Tensor:
   return tf.stack([graph_ids, positions], axis=1)
 
 
+# The bound `lists_of_at_most` sets, per thread: replicas trace their steps in threads of their own.
+_VOUCHED = threading.local()
+
+
+@contextlib.contextmanager
+def lists_of_at_most(size: int) -> Iterator[None]:
+  """Within the block, traces on static sizes take k = min(`size`, config nodes): the caller
+  vouches that no graph of what it traces has a longer list."""
+  outer = getattr(_VOUCHED, "size", None)
+  _VOUCHED.size = size
+  try:
+    yield
+  finally:
+    _VOUCHED.size = outer
+
+
 def list_size(graph: tfgnn.GraphTensor) -> Union[int, tf.Tensor]:
-  """k of the batch's lists: static (the number of config nodes) in a trace on static sizes, else
-  a scalar int64 tensor, the longest list."""
+  """k of the batch's lists: static in a trace on static sizes (the number of config nodes, or the
+  smaller bound of `lists_of_at_most`), else a scalar int64 tensor, the longest list."""
   static_total = graph.spec.node_sets_spec["config"].total_size
   if static_total is not None and not tf.executing_eagerly():
-    return static_total
+    vouched = getattr(_VOUCHED, "size", None)
+    return static_total if vouched is None else min(vouched, static_total)
   return tf.reduce_max(tf.concat([tf.cast(graph.node_sets["config"].sizes, tf.int64), [0]], 0))
 
 

@@ -5,33 +5,30 @@ Input: a GraphTensor of the layout schema (data/schemas/layout.pbtxt) with b com
 per config and configurable op, 18 layout values) linked by `configures` (to the op) and
 `belongs_to` (to the config). Output: scores (c,) float32, aligned with the config node set.
 
-Op states are (n, k, d): one state per op and per config slot of its graph's list (k: the longest
-list in the batch, or a static bound under XLA, config_lists.list_size). Within one program,
-runtime is close to a sum of per-op layout effects plus copies where a producer's layout differs
-from what its consumer asks for (layout_features.py), so:
+A compiler asks for many configs of one program, and only the configurable ops' layout values
+change from one config to the next, so the model is two halves:
 
-* the encoder reads layout values as categories (one embedding shared by the config values and
-  the op's own default layout), adds each configurable op's cost features (layout changes, minor
-  dimension sizes, (8, 128) padding waste) and, per `feeds` edge, whether the config makes XLA
-  copy between producer and consumer;
-* a residual GNN (gnn.message_passing_update, messages along `feeds` and its reverse), each round
-  followed by GraphNorm over the ops of one graph and config, lets layouts interact (GraphNorm
-  removes each config's mean op state: better on real programs, worse on unseen generated ones,
-  see experiments.LayoutSettings.graph_norm);
-* the readout scores every op and sums over the graph: an additive cost model, learnt. Optional
-  cross-config attention lets each config's pooled state see the other configs of its list (its
-  scores then depend on the list a config is scored in).
+* `OpContext`, once per graph: each op's state (n, units) from its opcode, its features
+  (normalized with training statistics) and its own default layout, then `context_layers` rounds
+  of message passing. Nothing here depends on a config.
+* `ConfigScorer`, per config: op states (n, k, config_units), one per op and config slot of its
+  graph's list (k: config_lists.list_size), start from the op's context and the config's layout on
+  it (values read as categories, the op's cost features of that layout, and per `feeds` edge
+  whether the config makes XLA copy between producer and consumer; layout_features.py). Rounds of
+  residual message passing along `feeds` both ways, each followed by GraphNorm over the ops of one
+  graph and config, let layouts interact through producers and consumers. The readout scores
+  every op and sums over the graph: an additive cost model, learnt.
 
-Optional, inside the model: op feature normalization with training statistics, and Graph Segment
-Training (SegmentedScorer: segments scored as graphs of their own, gradients through one drawn
-segment per graph and step), which bounds memory on whole programs. Pruning to configurable ops
-is per graph, not per chunk of configs, so the task does it as records are read
-(tasks.LayoutTask(prune_hops)) and the export runs it before the model.
+Serving computes the context once and scores configs chunk by chunk against it
+(`context_and_scores`); training calls both halves on a batch. Optional, inside the model: Graph
+Segment Training (segment_training.py), which bounds memory on whole programs. Pruning to
+configurable ops is per graph, so the task does it as records are read (tasks.LayoutTask) and the
+export runs it before the model.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -39,10 +36,15 @@ import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
 from tpu_graphs.hlo import features, opcodes
-from tpu_graphs.models import config_lists, gnn, layout_features, layout_preprocessing
+from tpu_graphs.models import config_lists, gnn, layout_features, layout_preprocessing, segment_training
 
 _LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
 _CONVOLUTION_OPCODE = opcodes.OPCODE_IDS["convolution"]
+# What the config half reads of a config's layouts, each measured in benchmarks/real_layout.py
+# --ablation: "categories": layout values as categories (one table per value position), else as raw
+# numbers; "costs": layout_features.config_cost_features of each configurable op; "copies":
+# producer/consumer layout changes along `feeds` (edge_copy_counts).
+CONFIG_ENCODINGS = ("categories", "costs", "copies")
 
 
 def node_config_rows(graph: tfgnn.GraphTensor) -> tf.Tensor:
@@ -97,78 +99,83 @@ def edge_copy_counts(graph: tfgnn.GraphTensor, values: tf.Tensor, configured: tf
                    tf.math.unsorted_segment_sum(copies, producers, num_ops)], axis=-1)
 
 
-class LayoutEmbedding(tf.keras.layers.Layer):
-  """(..., w) layout values -> (..., w * dim): one embedding per (position, value category), shared
-  by config rows (w = 18: output, input 0, input 1) and default layouts (w = 6: output positions)."""
+class LayoutCategories(tf.keras.layers.Layer):
+  """(..., w) layout values -> (..., dim): the sum over value positions of a learnt vector per
+  (position, value category). Equal to an embedding per position concatenated and projected by a
+  linear layer, at w table lookups per row instead of a (w * embedding) x dim product."""
 
   def __init__(self, dim: int, **kwargs):
     super().__init__(**kwargs)
     self.dim = dim
-    self._embedding = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
+    self._table = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
 
   def call(self, values: tf.Tensor) -> tf.Tensor:
     width = values.shape[-1]
     categories = layout_features.layout_categories(tf.cast(values, tf.float32))
-    embedded = self._embedding(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width))
-    return tf.reshape(embedded, tf.concat([tf.shape(values)[:-1], [width * self.dim]], 0))
+    return tf.reduce_sum(self._table(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width)), axis=-2)
 
   def get_config(self):
     return {**super().get_config(), "dim": self.dim}
 
 
-# What the encoder tells the GNN about a config's layouts, each measured in benchmarks/real_layout.py:
-# "categories": layout values (and each op's default layout) as embedded categories, else as raw
-# numbers; "costs": layout_features.config_cost_features of each configurable op; "copies":
-# producer/consumer layout changes along `feeds` (edge_copy_counts).
-CONFIG_ENCODINGS = ("categories", "costs", "copies")
+class OpRound(tf.keras.layers.Layer):
+  """One round of message passing over op states ((n, d) or (n, k, d)) along `feeds` both ways.
 
+  Each op's messages relu(W h) are computed once per op, not per edge, and averaged over its
+  producers and over its consumers; then new = relu(h + W' [h, from producers, from consumers])
+  ("residual_gcn") or relu(W' [...]) ("sage"). The same as gnn.message_passing_update's, whose
+  messages are computed per edge: a layout graph has more edges than ops, and a config's states
+  pass through every round.
+  """
 
-class LayoutEncoder(tf.keras.layers.Layer):
-  """Initial op states (n, k, units) from the op (opcode, normalized features, default layout) and
-  each config's layout on it, encoded as `encodings` (a subset of CONFIG_ENCODINGS) say."""
-
-  def __init__(self, units: int, feature_mean=None, feature_deviation=None, layout_dim: int = 8,
-               encodings: Sequence[str] = CONFIG_ENCODINGS, **kwargs):
+  def __init__(self, units: int, backbone: str = "residual_gcn", **kwargs):
     super().__init__(**kwargs)
-    unknown = set(encodings) - set(CONFIG_ENCODINGS)
-    if unknown:
-      raise ValueError(f"unknown config encodings {sorted(unknown)}; known: {CONFIG_ENCODINGS}")
-    self.units, self.layout_dim, self.encodings = units, layout_dim, tuple(encodings)
-    self._op_encoder = gnn.OpEncoder(units, feature_scaling=layout_preprocessing.OpFeatureNormalization(
-        feature_mean, feature_deviation))
-    self._layouts = LayoutEmbedding(layout_dim) if "categories" in self.encodings else None
-    self._default = tf.keras.layers.Dense(units, activation="relu")
-    self._configs = tf.keras.layers.Dense(units, activation="relu")
-    self._joined = tf.keras.layers.Dense(units, activation="relu")
-
-  def _encoded_layouts(self, values: tf.Tensor) -> tf.Tensor:
-    """(..., w) layout values -> embedded categories, or the values themselves as floats."""
-    return self._layouts(values) if self._layouts is not None else tf.cast(values, tf.float32)
+    if backbone not in gnn.BACKBONES:
+      raise ValueError(f"unknown GNN backbone {backbone!r}; known: {gnn.BACKBONES}")
+    self.units, self.backbone = units, backbone
+    self._to_consumers = tf.keras.layers.Dense(units, activation="relu")
+    self._to_producers = tf.keras.layers.Dense(units, activation="relu")
+    self._next = tf.keras.layers.Dense(units, activation=None if backbone == "residual_gcn" else "relu")
 
   def call(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
-    op_feat = graph.node_sets["op"]["feat"]
-    default_layout = layout_features.default_layouts(op_feat)  # (n, 6)
-    op_states = self._default(tf.concat([self._op_encoder(graph), self._encoded_layouts(default_layout)], axis=-1))
-    rows = node_config_rows(graph)  # (N, 18)
-    row_inputs = [self._encoded_layouts(rows)]
-    if "costs" in self.encodings:
-      op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
-      matrix_dims = layout_features.matrix_feature_dims(
-          op_feat, tf.equal(tf.cast(graph.node_sets["op"]["opcode"], tf.int32), _CONVOLUTION_OPCODE))
-      row_inputs.append(layout_features.config_cost_features(
-          rows, tf.gather(op_feat[:, features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of),
-          tf.gather(matrix_dims, op_of)))
-    config_states = scatter_to_op_slots(graph, self._configs(tf.concat(row_inputs, axis=-1)))
-    values, configured = op_config_values(graph)
-    joined = [tf.repeat(op_states[:, tf.newaxis, :], tf.shape(config_states)[1], axis=1), config_states,
-              tf.cast(configured, tf.float32)[..., tf.newaxis]]
-    if "copies" in self.encodings:
-      joined.append(edge_copy_counts(graph, values, configured, default_layout))
-    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: self._joined(tf.concat(joined, axis=-1))}})
+    states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
+    heard = [states]
+    for message, sender, receiver in ((self._to_consumers, tfgnn.SOURCE, tfgnn.TARGET),
+                                      (self._to_producers, tfgnn.TARGET, tfgnn.SOURCE)):
+      on_edges = tfgnn.broadcast_node_to_edges(graph, "feeds", sender, feature_value=message(states))
+      heard.append(tfgnn.pool_edges_to_node(graph, "feeds", receiver, "mean", feature_value=on_edges))
+    update = self._next(tf.concat(heard, axis=-1))
+    new_states = tf.nn.relu(states + update) if self.backbone == "residual_gcn" else update
+    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: new_states}})
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units, "layout_dim": self.layout_dim,
-            "encodings": list(self.encodings)}
+    return {**super().get_config(), "units": self.units, "backbone": self.backbone}
+
+
+class OpContext(tf.keras.layers.Layer):
+  """The config-independent half: op states (n, units) from the opcode, the normalized features
+  and the op's default layout, after `rounds` rounds of message passing (OpRound)."""
+
+  def __init__(self, units: int, rounds: int, backbone: str = "residual_gcn", feature_mean=None,
+               feature_deviation=None, **kwargs):
+    super().__init__(**kwargs)
+    self.units, self.rounds, self.backbone = units, rounds, backbone
+    self._op_encoder = gnn.OpEncoder(units, feature_scaling=layout_preprocessing.OpFeatureNormalization(
+        feature_mean, feature_deviation))
+    self._default_layout = LayoutCategories(units)
+    self._joined = tf.keras.layers.Dense(units, activation="relu")
+    self._rounds = [OpRound(units, backbone) for _ in range(rounds)]
+
+  def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
+    default_layout = layout_features.default_layouts(graph.node_sets["op"]["feat"])  # (n, 6)
+    states = self._joined(tf.concat([self._op_encoder(graph), self._default_layout(default_layout)], axis=-1))
+    graph = graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: states}})
+    for round_ in self._rounds:
+      graph = round_(graph)
+    return graph.node_sets["op"][tfgnn.HIDDEN_STATE]
+
+  def get_config(self):
+    return {**super().get_config(), "units": self.units, "rounds": self.rounds, "backbone": self.backbone}
 
 
 class GraphNorm(tf.keras.layers.Layer):
@@ -178,17 +185,16 @@ class GraphNorm(tf.keras.layers.Layer):
 
   Without `scale` the centred states are not divided by their spread over the graph's ops. That
   spread is a property of the program (its mix of ops) more than of the config, so dividing by it
-  rescales every op's layout effect by a factor that differs between programs; see
-  experiments.LayoutSettings.graph_norm_scale for what each choice measured.
+  rescales every op's layout effect by a factor that differs between programs; docs/research.md
+  says what each choice measured.
   """
 
   def __init__(self, units: int, scale: bool = True, **kwargs):
     super().__init__(**kwargs)
     self.units, self.scale = units, scale
-    width = units
-    self.alpha = self.add_weight(name="alpha", shape=[width], initializer="ones")
-    self.gamma = self.add_weight(name="gamma", shape=[width], initializer="ones")
-    self.beta = self.add_weight(name="beta", shape=[width], initializer="zeros")
+    self.alpha = self.add_weight(name="alpha", shape=[units], initializer="ones")
+    self.gamma = self.add_weight(name="gamma", shape=[units], initializer="ones")
+    self.beta = self.add_weight(name="beta", shape=[units], initializer="zeros")
 
   def _graph_mean(self, graph: tfgnn.GraphTensor, states: tf.Tensor) -> tf.Tensor:
     return tfgnn.broadcast_context_to_nodes(graph, "op", feature_value=tfgnn.pool_nodes_to_context(
@@ -206,150 +212,115 @@ class GraphNorm(tf.keras.layers.Layer):
     return {**super().get_config(), "units": self.units, "scale": self.scale}
 
 
-def graph_fingerprints(graph: tfgnn.GraphTensor) -> tf.Tensor:
-  """(b,) int64 in [0, 2**30): a hash of each graph's op count and op features, which tells the
-  graphs of a run apart where the model sees no graph id (xla.model_features drops strings)."""
-  op = graph.node_sets["op"]
-  sizes = tf.cast(op.sizes, tf.int64)
-  component = tf.repeat(tf.range(tf.shape(sizes, tf.int64)[0]), sizes)
-  weights = tf.range(1, graphs.NODE_FEATURE_WIDTH + 1, dtype=tf.float32) / graphs.NODE_FEATURE_WIDTH
-  summary = tf.math.unsorted_segment_sum(tf.linalg.matvec(op["feat"], weights), component, tf.shape(sizes)[0])
-  text = tf.strings.join([tf.strings.as_string(sizes), tf.strings.as_string(summary, precision=3)], ":")
-  return tf.strings.to_hash_bucket_fast(text, 2 ** 30)
+class ConfigScorer(tf.keras.layers.Layer):
+  """The per-config half: (graph, op context (n, units)) -> scores (c,).
 
-
-class SegmentedScorer(tf.keras.layers.Layer):
-  """Graph Segment Training (Cao et al., NeurIPS 2023) around a layout scorer, so that whole
-  programs train and score in the memory of one segment.
-
-  Each graph's ops are cut into segments of `segment_size` consecutive ops
-  (layout_preprocessing.op_segments), each scored as a graph of its own (edges between segments
-  are cut); a config's score is the sum over segments, as the readout sums over ops. In training,
-  per graph one segment holding a configurable op is drawn and scored with gradients, and the other
-  segments' scores of each config come from a table of the scores they got when they were last
-  drawn (the paper's historical embedding table, 0 until then; no gradient): a step costs and
-  holds one segment per graph, not the whole program. Outside training every segment is scored,
-  one after another, so scoring holds one segment at a time. Graphs of one segment (e.g. pruned
-  ones) take the scorer's own path: the same result, no overhead.
+  Op states (n, k, units) start as relu(W context + V row + w configured + U copies), where row is
+  relu(the config's layout values on the op as LayoutCategories + W' its cost features) and copies
+  its edge_copy_counts; then `rounds` OpRounds, each followed by GraphNorm if asked; then the sum
+  over a graph's ops of a per-op score.
   """
 
-  def __init__(self, scorer: tf.keras.Model, segment_size: int, seed: int = 0, **kwargs):
+  def __init__(self, units: int, rounds: int, backbone: str = "residual_gcn", graph_norm: bool = True,
+               graph_norm_scale: bool = True, encodings: Sequence[str] = CONFIG_ENCODINGS, **kwargs):
     super().__init__(**kwargs)
-    self.scorer, self.segment_size, self.seed = scorer, segment_size, seed
-    # The draws' state and the table are state of this layer, so checkpoints hold them: a run
-    # resumed in a new process draws the segments and reads the scores an uninterrupted run would.
-    self.generator = tf.random.Generator.from_seed(seed)
-    self.table = tf.lookup.experimental.MutableHashTable(tf.int64, tf.float32, default_value=0.0)
-
-  def _table_keys(self, graph: tfgnn.GraphTensor, segments: tf.Tensor) -> tf.Tensor:
-    """(c, s) int64 keys of (graph, config, segment) for every config and the given (s,) segments."""
-    configs = graph.node_sets["config"]
-    graph_of_config = tf.repeat(tf.range(tf.shape(configs.sizes, tf.int64)[0]), tf.cast(configs.sizes, tf.int64))
-    config_keys = (tf.gather(graph_fingerprints(graph), graph_of_config) * 2 ** 20 +
-                   tf.cast(configs["config_index"], tf.int64) % 2 ** 20)
-    return config_keys[:, tf.newaxis] * 2 ** 13 + segments[tf.newaxis, :] % 2 ** 13
-
-  def _training_scores(self, graph: tfgnn.GraphTensor, segment: tf.Tensor, component: tf.Tensor,
-                       most: tf.Tensor) -> tf.Tensor:
-    drawn = layout_preprocessing.draw_configurable_segments(graph, self.segment_size, self.generator)
-    scores = self.scorer(layout_preprocessing.segment_subgraph(graph, segment == tf.gather(drawn, component)),
-                         training=True)
-    keys = self._table_keys(graph, tf.range(most))  # (c, segments)
-    drawn_of_config = tf.gather(drawn, config_lists.list_positions(graph)[:, 0])
-    others = tf.range(most)[tf.newaxis, :] != drawn_of_config[:, tf.newaxis]
-    cached = tf.reduce_sum(tf.where(others, self.table.lookup(keys), 0.0), axis=1)
-    drawn_keys = tf.gather(keys, drawn_of_config, batch_dims=1)
-    with tf.control_dependencies([self.table.insert(drawn_keys, tf.stop_gradient(scores))]):
-      return scores + cached
-
-  def _all_segments(self, graph: tfgnn.GraphTensor, segment: tf.Tensor, most: tf.Tensor) -> tf.Tensor:
-    def add_segment(index, total):
-      return index + 1, total + self.scorer(layout_preprocessing.segment_subgraph(graph, segment == index),
-                                            training=False)
-    _, total = tf.while_loop(lambda index, _: index < most, add_segment,
-                             (tf.constant(0, tf.int64), tf.zeros([graph.node_sets["config"].total_size])),
-                             parallel_iterations=1)
-    return total
-
-  def call(self, graph: tfgnn.GraphTensor, training=None) -> tf.Tensor:
-    segment, counts = layout_preprocessing.op_segments(graph, self.segment_size)
-    component = tf.repeat(tf.range(tf.shape(counts, tf.int64)[0]), tf.cast(graph.node_sets["op"].sizes, tf.int64))
-    most = tf.reduce_max(tf.concat([counts, [1]], 0))
-    if training:
-      segmented = lambda: self._training_scores(graph, segment, component, most)
-    else:
-      segmented = lambda: self._all_segments(graph, segment, most)
-    scores = tf.cond(most > 1, segmented, lambda: self.scorer(graph, training=training))
-    return tf.ensure_shape(scores, [None])  # (c,): the branches' shapes do not survive tf.cond
-
-  def get_config(self):
-    return {**super().get_config(), "segment_size": self.segment_size, "seed": self.seed}
-
-
-class LayoutReadout(tf.keras.layers.Layer):
-  """Scores each config (c,): the sum over a graph's ops of a per-op score, plus, with
-  `cross_config_attention`, a score of the op-mean state after attention over the list's configs."""
-
-  def __init__(self, units: int, cross_config_attention: bool = False, heads: int = 4, **kwargs):
-    super().__init__(**kwargs)
-    self.units, self.cross_config_attention, self.heads = units, cross_config_attention, heads
+    unknown = set(encodings) - set(CONFIG_ENCODINGS)
+    if unknown:
+      raise ValueError(f"unknown config encodings {sorted(unknown)}; known: {CONFIG_ENCODINGS}")
+    self.units, self.rounds, self.backbone = units, rounds, backbone
+    self.graph_norm, self.graph_norm_scale, self.encodings = graph_norm, graph_norm_scale, tuple(encodings)
+    self._categories = LayoutCategories(units) if "categories" in self.encodings else None
+    self._row = tf.keras.layers.Dense(units, activation="relu")
+    self._context = tf.keras.layers.Dense(units)
+    self._joined = tf.keras.layers.Dense(units)
+    self._rounds = [OpRound(units, backbone) for _ in range(rounds)]
+    self._norms = [GraphNorm(units, graph_norm_scale) for _ in range(rounds)] if graph_norm else []
     self._hidden = tf.keras.layers.Dense(units, activation="relu")
     self._score = tf.keras.layers.Dense(1)
-    if cross_config_attention:
-      self._attention = tf.keras.layers.MultiHeadAttention(heads, max(units // heads, 1))
-      self._list_score = tf.keras.Sequential([tf.keras.layers.Dense(units, activation="relu"),
-                                              tf.keras.layers.Dense(1)])
 
-  def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
-    states = graph.node_sets["op"][tfgnn.HIDDEN_STATE]
-    per_op = tf.squeeze(self._score(self._hidden(states)), -1)  # (n, k)
+  def _rows(self, graph: tfgnn.GraphTensor, default_layout: tf.Tensor) -> tf.Tensor:
+    """(N, units) states of the config rows (one per `configures` edge)."""
+    rows = node_config_rows(graph)  # (N, 18)
+    inputs = [] if self._categories is None else [self._categories(rows)]
+    if self._categories is None:
+      inputs.append(rows)
+    if "costs" in self.encodings:
+      op_feat = graph.node_sets["op"]["feat"]
+      op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
+      matrix_dims = layout_features.matrix_feature_dims(
+          op_feat, tf.equal(tf.cast(graph.node_sets["op"]["opcode"], tf.int32), _CONVOLUTION_OPCODE))
+      inputs.append(layout_features.config_cost_features(
+          rows, tf.gather(op_feat[:, features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of),
+          tf.gather(matrix_dims, op_of)))
+    return self._row(tf.concat(inputs, axis=-1))
+
+  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor]) -> tf.Tensor:
+    graph, context = inputs
+    default_layout = layout_features.default_layouts(graph.node_sets["op"]["feat"])
+    config_states = scatter_to_op_slots(graph, self._rows(graph, default_layout))  # (n, k, units)
+    values, configured = op_config_values(graph)
+    joined = [config_states, tf.cast(configured, tf.float32)[..., tf.newaxis]]
+    if "copies" in self.encodings:
+      joined.append(edge_copy_counts(graph, values, configured, default_layout))
+    states = tf.nn.relu(self._context(context)[:, tf.newaxis, :] + self._joined(tf.concat(joined, axis=-1)))
+    graph = graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: states}})
+    for index, round_ in enumerate(self._rounds):
+      graph = round_(graph)
+      if self._norms:
+        graph = self._norms[index](graph)
+    per_op = tf.squeeze(self._score(self._hidden(graph.node_sets["op"][tfgnn.HIDDEN_STATE])), -1)  # (n, k)
     per_list = tfgnn.pool_nodes_to_context(graph, "op", "sum", feature_value=per_op)  # (b, k)
-    positions = config_lists.list_positions(graph)
-    if self.cross_config_attention:
-      pooled = tfgnn.pool_nodes_to_context(graph, "op", "mean", feature_value=states)  # (b, k, d)
-      filled = tf.scatter_nd(positions, tf.ones(tf.shape(positions)[:1], tf.bool), tf.shape(per_list, tf.int64))
-      attended = self._attention(pooled, pooled, attention_mask=filled[:, tf.newaxis, :] & filled[:, :, tf.newaxis])
-      per_list += tf.squeeze(self._list_score(pooled + attended), -1)
-    return tf.gather_nd(per_list, positions)
+    return tf.gather_nd(per_list, config_lists.list_positions(graph))
 
   def get_config(self):
-    return {**super().get_config(), "units": self.units, "cross_config_attention": self.cross_config_attention,
-            "heads": self.heads}
+    return {**super().get_config(), "units": self.units, "rounds": self.rounds, "backbone": self.backbone,
+            "graph_norm": self.graph_norm, "graph_norm_scale": self.graph_norm_scale,
+            "encodings": list(self.encodings)}
+
+
+def context_and_scores(scorer: tf.keras.Model) -> Optional[tuple[Callable, Callable]]:
+  """(context(graph) -> (n, units), scores(graph, context) -> (c,)) of a layout scorer built by
+  build_layout_model without segments, for callers that score many config chunks of one graph
+  (serving): the context of its structure once, then each chunk against it. None for other models.
+  """
+  try:
+    op_context, config_scorer = scorer.get_layer("op_context"), scorer.get_layer("config_scorer")
+  except ValueError:
+    return None
+  return op_context, lambda graph, context: config_scorer((graph, context))
 
 
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
-                       num_layers: int = 3,
+                       num_layers: int = 3, context_layers: int = 0, config_units: Optional[int] = None,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,
                        segment_size: Optional[int] = None, graph_norm: bool = True, graph_norm_scale: bool = True,
-                       cross_config_attention: bool = False,
                        config_encodings: Sequence[str] = CONFIG_ENCODINGS) -> tf.keras.Model:
   """Keras model: layout GraphTensor (merged components) -> (c,) config scores, lower = faster.
 
   Args:
     graph_spec: spec of the input, e.g. a merged batch of `records.graph_spec("layout")`.
-    backbone: "residual_gcn" (residual GraphSAGE-style) or "sage" (gnn.message_passing_update).
-    units: width d of every hidden state.
-    num_layers: rounds of message passing.
+    backbone: "residual_gcn" or "sage" (OpRound).
+    units: width of the config-independent op states (OpContext).
+    num_layers: rounds of message passing per config (ConfigScorer).
+    context_layers: rounds of config-independent message passing (OpContext).
+    config_units: width of the per-config op states; default `units`.
     feature_statistics: (mean, deviation) of log-scaled op features (140,) from
       `layout_preprocessing.op_feature_statistics` on the training graphs; None = log scale only.
-    segment_size: if set, Graph Segment Training (SegmentedScorer) with segments of this many ops.
-    graph_norm: GraphNorm after every round of message passing.
+    segment_size: if set, Graph Segment Training (segment_training.SegmentedScorer) with segments
+      of this many ops.
+    graph_norm: GraphNorm after every round of per-config message passing.
     graph_norm_scale: GraphNorm divides by the spread of op states over the graph (GraphNorm.scale).
-    cross_config_attention: attention over the configs of a list before scoring.
-    config_encodings: what the encoder tells the GNN about layouts, a subset of CONFIG_ENCODINGS.
+    config_encodings: what the per-config half reads of layouts, a subset of CONFIG_ENCODINGS.
   """
   inputs = tf.keras.layers.Input(type_spec=graph_spec if segment_size is None else graph_spec.relax(
       num_nodes=True, num_edges=True))  # segments are smaller graphs than the input
-  graph = gnn.AddReversedEdges()(inputs)
   mean, deviation = feature_statistics if feature_statistics is not None else (None, None)
-  graph = LayoutEncoder(units, mean, deviation, encodings=config_encodings)(graph)
-  for _ in range(num_layers):
-    graph = gnn.message_passing_update(backbone, units)(graph)
-    if graph_norm:
-      graph = GraphNorm(units, graph_norm_scale)(graph)
-  scores = LayoutReadout(units, cross_config_attention)(graph)
+  context = OpContext(units, context_layers, backbone, mean, deviation, name="op_context")(inputs)
+  scores = ConfigScorer(config_units or units, num_layers, backbone, graph_norm, graph_norm_scale, config_encodings,
+                        name="config_scorer")((inputs, context))
   scorer = tf.keras.Model(inputs, scores, name=f"layout_{backbone}")
   if segment_size is None:
     return scorer
   whole = tf.keras.layers.Input(type_spec=graph_spec)
-  return tf.keras.Model(whole, SegmentedScorer(scorer, segment_size)(whole), name=f"layout_{backbone}_segments")
+  return tf.keras.Model(whole, segment_training.SegmentedScorer(scorer, segment_size)(whole),
+                        name=f"layout_{backbone}_segments")

@@ -88,7 +88,8 @@ class LayoutSettings:
   # (False) ranked unseen configs of one real program about as well and the unseen program worse, so
   # the recipe scales (docs/real-data.md, "GraphNorm").
   graph_norm_scale: bool = True
-  cross_config_attention: bool = False  # attention over the configs of a list
+  context_layers: int = 0  # rounds of config-independent message passing (layout_model.OpContext)
+  config_units: Optional[int] = None  # width of the per-config op states; None: units
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
   configs_per_chunk: int = 256
 
@@ -118,7 +119,7 @@ class LayoutSettings:
     return lambda spec: layout_model.build_layout_model(
         spec, self.backbone, self.units, self.layers, feature_statistics=derived.feature_statistics,
         segment_size=derived.segment_size, graph_norm=self.graph_norm, graph_norm_scale=self.graph_norm_scale,
-        cross_config_attention=self.cross_config_attention, config_encodings=self.config_encodings)
+        context_layers=self.context_layers, config_units=self.config_units, config_encodings=self.config_encodings)
 
 
 ModelSettings = Union[TileSettings, LayoutSettings]

@@ -33,6 +33,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import errors, predictions, storage
+from tpu_graphs.models import config_lists
 from tpu_graphs.train import inputs, learning_rate, losses, padding, run_directory, scoring, strategies, tasks, xla
 
 
@@ -108,14 +109,33 @@ ModelExporter = Callable[[tf.keras.Model, tasks.Task, str], None]
 
 
 class RankingModel(tf.keras.Model):
-  """Wraps a scorer (GraphTensor -> (c,) scores) into what the losses see: (b, k) logits."""
+  """Wraps a scorer (GraphTensor -> (c,) scores) into what the losses see: (b, k) logits.
+
+  Its batches hold lists of at most `list_size` configs, which it tells the scorer
+  (config_lists.lists_of_at_most), so that a step traced on padded shapes keeps k op states per
+  op, not one per config of the batch. Its step applies embedding gradients as dense tensors: the
+  tables are small, and an XLA-compiled step (TPUs, jit_compile) updates Adam's slots from sparse
+  gradients of many thousand rows far more slowly than from dense ones.
+  """
 
   def __init__(self, scorer: tf.keras.Model, task: tasks.Task, list_size: int):
     super().__init__()
     self.scorer, self.task, self.list_size = scorer, task, list_size
 
-  def call(self, graph):
-    return self.task.ranking_logits(graph, self.scorer(graph), self.list_size)
+  def call(self, graph, training=None):
+    with config_lists.lists_of_at_most(self.list_size):
+      return self.task.ranking_logits(graph, self.scorer(graph, training=training), self.list_size)
+
+  def train_step(self, data):
+    graph, labels = data
+    with tf.GradientTape() as tape:
+      logits = self(graph, training=True)
+      loss = self.compute_loss(graph, labels, logits)
+    gradients = tape.gradient(loss, self.trainable_variables)
+    self.optimizer.apply_gradients([
+        (tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient, variable)
+        for gradient, variable in zip(gradients, self.trainable_variables)])
+    return self.compute_metrics(graph, labels, logits, None)
 
 
 class EpochEnd(tf.keras.callbacks.Callback):
