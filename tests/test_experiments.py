@@ -33,7 +33,7 @@ def test_the_layout_model_builds_the_graph_norm_it_names(scale):
   settings = experiments.LayoutSettings(normalize=False, graph_norm_scale=scale)
   spec = records.graph_spec("layout").relax(num_components=True, num_nodes=True, num_edges=True)
   model = settings.model_builder(experiments.DataDerived())(spec)
-  norms = [layer for layer in model.layers if isinstance(layer, layout_model.GraphNorm)]
+  norms = [layer for layer in model.submodules if isinstance(layer, layout_model.GraphNorm)]
   assert len(norms) == settings.layers and all(norm.scale == scale for norm in norms)
 
 

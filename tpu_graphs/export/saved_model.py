@@ -43,7 +43,7 @@ import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
 from tpu_graphs.export import static_layout, static_shapes
-from tpu_graphs.models import layout_preprocessing
+from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import inputs, run_directory, run_experiment, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
@@ -157,26 +157,38 @@ class ServingModule(tf.Module):
       raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
     self.scorer_variables = list(scorer.variables)
 
+    def model_graph(graph) -> tfgnn.GraphTensor:
+      return xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE)
+
     def scored(graph) -> tf.Tensor:
-      return scorer(xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE))
+      return scorer(model_graph(graph))
 
     def scores(graph) -> dict:
       return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
 
+    halves = layout_model.context_and_scores(scorer) if kind == "layout" else None
+
     def chunked_scores(structure, config_features) -> tf.Tensor:
       """Scores of all configs, CONFIGS_PER_CALL[kind] at a time, joined to the once-preprocessed structure.
 
-      Every model call sees a chunk of one static size (the last one filled up with copies of the
-      last config, whose scores are dropped), so the whole function also compiles under XLA for
-      given input shapes (a compiler may AOT-compile it).
+      A layout model in two halves (layout_model.context_and_scores) computes the graph's op
+      context once and scores each chunk against it. Every model call sees a chunk of one static
+      size (the last one filled up with copies of the last config, whose scores are dropped), so
+      the whole function also compiles under XLA for given input shapes (a compiler may
+      AOT-compile it).
       """
       size = CONFIGS_PER_CALL[kind]
       total = tf.shape(config_features)[0]
       chunks = tf.maximum((total + size - 1) // size, 1)
+      if halves is not None:
+        context = halves[0](model_graph(structure))
+        score = lambda graph: halves[1](model_graph(graph), context)
+      else:
+        score = scored
 
       def score_chunk(chunk, parts):
         rows = tf.gather(config_features, tf.minimum(chunk * size + tf.range(size), total - 1))
-        return chunk + 1, parts.write(chunk, scored(records.join(
+        return chunk + 1, parts.write(chunk, score(records.join(
             kind, structure, records.chunk_from_arrays(kind, rows, chunk * size))))
 
       parts = tf.TensorArray(tf.float32, size=chunks, element_shape=[size])
