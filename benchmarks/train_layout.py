@@ -32,10 +32,10 @@ import tensorflow as tf  # pylint: disable=g-bad-import-order
 from benchmarks import benchmark_results
 from tpu_graphs.data import config_dedup, convert, errors, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import inputs, scoring, tasks, trainer
+from tpu_graphs.train import experiments, inputs, padding, run_experiment, scoring, tasks, trainer
 
 GENERATED = locations.EMBEDDED_NPZ / "layout"
-MODES = ("score", "train", "generated_tau", "all")
+MODES = ("score", "train", "steps", "generated_tau", "all")
 # The real graphs `all` scores, inside the sample folder (locations.sample_dir()).
 SCORED_GRAPHS = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
                  "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")
@@ -61,6 +61,9 @@ _UNITS = flags.DEFINE_integer("units", 64, "Hidden width.")
 _LAYERS = flags.DEFINE_integer("layers", 3, "Message passing rounds.")
 _LOSS = flags.DEFINE_string("loss", "pairwise_hinge:1", "train: the loss.")
 _EPOCHS = flags.DEFINE_integer("epochs", 3, "generated_tau: training epochs.")
+_JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "steps: an XLA-compiled step on inputs padded to static sizes, "
+                                 "as under TPUStrategy.")
+_COLLECTION = flags.DEFINE_string("collection", "layout:nlp:default", "steps: the embedded collection to train on.")
 
 
 def peak_rss_gb() -> float:
@@ -126,6 +129,36 @@ def train() -> None:
   configs = steps * _BATCH_SIZE.value * _CONFIGS_PER_GRAPH.value
   print("train " + json.dumps({"configs_per_s": configs / seconds, "seconds_per_epoch": seconds / steps * epoch_steps,
                                "epoch_steps": epoch_steps, "peak_rss_gb": peak_rss_gb()}))
+
+
+def steps() -> None:
+  """Steps per second of the layout recipe's training step (its model, lists and loss, as
+  baselines/layout_train.py trains them) on an embedded collection's train split: eager, or
+  XLA-compiled on padded inputs (--jit_compile), as the trainer runs each."""
+  experiment = experiments.experiment("layout", _COLLECTION.value)
+  training = experiment.training
+  with tempfile.TemporaryDirectory() as temporary:
+    records_dir = run_experiment.prepare_records(experiment, locations.EMBEDDED_NPZ, temporary, temporary)
+    task = experiment.task()
+    training_inputs = inputs.TrainingInputs(f"{records_dir}/train", task, training["batch_size"],
+                                            training["configs_per_graph"], 0, training["steps_per_epoch"])
+    static_padding = None
+    if _JIT_COMPILE.value:
+      static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), training["batch_size"])
+    spec = training_inputs.graph_spec(1, static_padding).relax(num_components=True, num_nodes=True, num_edges=True)
+    scorer = experiment.model.model_builder(run_experiment.data_derived(experiment, locations.EMBEDDED_NPZ))(spec)
+    model = trainer.RankingModel(scorer, task, training["configs_per_graph"])
+    model.compile(optimizer=tf.keras.optimizers.Adam(training["learning_rate"]), loss=task.loss(training["loss"]),
+                  jit_compile=_JIT_COMPILE.value)
+    batches = training_inputs.get_dataset(0, 1, None, static_padding).cache()
+    count = min(_STEPS.value, training_inputs.steps_per_epoch)
+    warm_up = 3
+    model.fit(batches.take(warm_up), verbose=0)  # tracing, compiling and warm-up
+    start = time.perf_counter()
+    model.fit(batches.skip(warm_up).take(count), verbose=0)
+    seconds = time.perf_counter() - start
+  print("steps " + json.dumps({"collection": _COLLECTION.value, "jit_compile": _JIT_COMPILE.value,
+                               "steps_per_s": count / seconds, "peak_rss_gb": peak_rss_gb()}))
 
 
 def _train_and_validate(data_root: pathlib.Path, source: str, search: str, out_dir: pathlib.Path) -> str:
@@ -203,7 +236,7 @@ def run_all() -> None:
 def main(argv):
   if len(argv) != 2 or argv[1] not in MODES:
     raise errors.InputError(f"train_layout: give one mode of {', '.join(MODES)} (got {' '.join(argv[1:]) or 'none'})")
-  {"score": score, "train": train, "generated_tau": generated_tau, "all": run_all}[argv[1]]()
+  {"score": score, "train": train, "steps": steps, "generated_tau": generated_tau, "all": run_all}[argv[1]]()
 
 
 if __name__ == "__main__":

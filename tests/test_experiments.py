@@ -18,7 +18,7 @@ def test_layout_recipe_is_the_layout_default():
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutSettings(
       units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
-      graph_norm=True, graph_norm_scale=True, context_layers=0, config_units=None,
+      graph_norm=True, graph_norm_scale=True, context_layers=2, config_units=32,
       config_encodings=layout_model.CONFIG_ENCODINGS, configs_per_chunk=256)
 
 

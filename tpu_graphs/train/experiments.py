@@ -88,8 +88,11 @@ class LayoutSettings:
   # (False) ranked unseen configs of one real program about as well and the unseen program worse, so
   # the recipe scales (docs/real-data.md, "GraphNorm").
   graph_norm_scale: bool = True
-  context_layers: int = 0  # rounds of config-independent message passing (layout_model.OpContext)
-  config_units: Optional[int] = None  # width of the per-config op states; None: units
+  # The model's two halves (layout_model.py): rounds of config-independent message passing, once
+  # per graph, and the width of the per-config op states (None: units), whose rounds (`layers`)
+  # every config pays for; chosen on real programs (docs/real-data.md).
+  context_layers: int = 2
+  config_units: Optional[int] = 32
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
   configs_per_chunk: int = 256
 
