@@ -102,17 +102,30 @@ def edge_copy_counts(graph: tfgnn.GraphTensor, values: tf.Tensor, configured: tf
 class LayoutCategories(tf.keras.layers.Layer):
   """(..., w) layout values -> (..., dim): the sum over value positions of a learnt vector per
   (position, value category). Equal to an embedding per position concatenated and projected by a
-  linear layer, at w table lookups per row instead of a (w * embedding) x dim product."""
+  linear layer, at w table lookups per row instead of a (w * embedding) x dim product.
+
+  In training the lookups are a product of the rows' one-hot categories with the table, which
+  computes the same sums: the gradient of a lookup is a scatter into the table, which XLA on a
+  CPU runs as one loop iteration per row and position (over a million per step of the recipe),
+  while a product's gradient is a product.
+  """
 
   def __init__(self, dim: int, **kwargs):
     super().__init__(**kwargs)
     self.dim = dim
     self._table = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
 
-  def call(self, values: tf.Tensor) -> tf.Tensor:
+  def call(self, values: tf.Tensor, training=None) -> tf.Tensor:
     width = values.shape[-1]
     categories = layout_features.layout_categories(tf.cast(values, tf.float32))
-    return tf.reduce_sum(self._table(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width)), axis=-2)
+    if not training:
+      return tf.reduce_sum(self._table(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width)), axis=-2)
+    if not self._table.built:
+      self._table.build(tf.TensorShape([None]))
+    positions = width * layout_features.LAYOUT_CATEGORIES
+    one_hot = tf.reshape(tf.one_hot(categories, layout_features.LAYOUT_CATEGORIES), [-1, positions])
+    summed = tf.matmul(one_hot, self._table.embeddings[:positions])
+    return tf.reshape(summed, tf.concat([tf.shape(values)[:-1], [self.dim]], 0))
 
   def get_config(self):
     return {**super().get_config(), "dim": self.dim}
