@@ -23,9 +23,10 @@ def test_layout_recipe_is_the_layout_default():
 
 
 @pytest.mark.parametrize("collection", [c for c in graphs.COLLECTIONS if c.startswith("layout:")])
-def test_main_jobs_layout_model_is_the_recipes_without_graph_norm(collection):
-  main_job, recipe = (experiments.experiment(name, collection).model for name in ("quickstart", "layout"))
-  assert main_job == dataclasses.replace(recipe, graph_norm=False)
+def test_main_jobs_layout_runs_are_the_recipe_cut_to_four_epochs(collection):
+  main_job, recipe = (experiments.experiment(name, collection) for name in ("quickstart", "layout"))
+  assert main_job.model == recipe.model
+  assert main_job.training == dict(recipe.training, epochs=4, warmup_steps=40)
 
 
 @pytest.mark.parametrize("scale", [True, False])
