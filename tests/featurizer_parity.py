@@ -8,7 +8,7 @@ import numpy as np
 
 import native_builds
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import candidates, featurize
+from tpu_graphs.hlo import candidates, featurize, hlo_input
 
 
 def native_graphs(path: pathlib.Path, output_dir: pathlib.Path, *flags: str) -> dict[str, dict[str, np.ndarray]]:
@@ -25,7 +25,7 @@ def native_graphs(path: pathlib.Path, output_dir: pathlib.Path, *flags: str) -> 
 
 def python_graphs(path: pathlib.Path, *flags: str) -> dict[str, dict[str, np.ndarray]]:
   """graph id -> arrays the Python featurizer gives for `path` under the same flags."""
-  proto = featurize.read_hlo_file(path)
+  proto = hlo_input.read_hlo_file(path)
   kernels = "--kernels" in flags
   asked = dict(flag[2:].split("=") for flag in flags if "=" in flag)
   if "num_candidates" in asked:

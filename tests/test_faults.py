@@ -52,7 +52,7 @@ import tile_test_data
 
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
-from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import featurize, fusion_kernels
 from tpu_graphs.train import losses, metrics, run_directory, scoring, tasks
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -789,7 +789,7 @@ def test_featurizer_refuses_malformed_modules_naming_module_instruction_and_prob
   with pytest.raises(graphs.GraphFileError, match=message):
     featurize.graphs_from_file(path)
   with pytest.raises(graphs.GraphFileError, match=message):
-    featurize.kernel_modules(module)
+    fusion_kernels.kernel_modules(module)
 
 
 def _small_checkpoints(directory: pathlib.Path) -> None:

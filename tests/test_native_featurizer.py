@@ -22,7 +22,7 @@ from google.protobuf import descriptor_pb2, text_format
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import candidates, featurize, opcodes, tuning_pb2, xla_dumps
+from tpu_graphs.hlo import candidates, featurize, hlo_input, opcodes, tuning_pb2, xla_dumps
 
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def _sample_protos() -> list:
 @pytest.mark.parametrize("path", _sample_protos(), ids=lambda path: path and path.name)
 def test_every_sample_proto_featurizes_alike_with_its_own_configs_and_with_candidates(path, tmp_path):
   assert_featurized_alike(path, tmp_path / "own")
-  kernels = isinstance(featurize.read_hlo_file(path), tuning_pb2.TuningData)
+  kernels = isinstance(hlo_input.read_hlo_file(path), tuning_pb2.TuningData)
   assert_featurized_alike(path, tmp_path / "candidates", *(["--kernels"] if kernels else []), "--num_candidates=60",
                           "--seed=7")
 
@@ -50,7 +50,7 @@ def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
 @pytest.mark.parametrize("program", list(xla_dumps.PROGRAMS))
 def test_modules_dumped_by_xla_featurize_alike_as_programs_kernels_and_candidates(dumps, program, tmp_path):
   before, after = dumps[program].before_optimizations, dumps[program].after_optimizations
-  assert isinstance(featurize.read_hlo_file(before), hlo_pb2.HloModuleProto)  # an HloProto's module
+  assert isinstance(hlo_input.read_hlo_file(before), hlo_pb2.HloModuleProto)  # an HloProto's module
   assert_featurized_alike(before, tmp_path / "program")
   assert_featurized_alike(before, tmp_path / "layouts", "--num_candidates=100", "--seed=3")
   assert_featurized_alike(after, tmp_path / "optimized")
@@ -59,7 +59,7 @@ def test_modules_dumped_by_xla_featurize_alike_as_programs_kernels_and_candidate
 
 
 def test_tuning_data_without_runs_featurizes_to_its_graph_and_configurable_nodes_without_configs(tmp_path):
-  tuning = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
+  tuning = hlo_input.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
   measured = featurize.layout_graph(tuning)
   del tuning.runs[:]
   path = tmp_path / "unmeasured.pb"
