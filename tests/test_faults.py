@@ -29,6 +29,7 @@ import io
 import json
 import os
 import pathlib
+import pwd
 import re
 import resource
 import shutil
@@ -36,8 +37,10 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
+import urllib.request
 import zipfile
 from typing import Callable, Optional
 
@@ -46,6 +49,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import hang_guard
 import malformed_modules
 import program_modules
 import tile_test_data
@@ -71,13 +75,24 @@ def _command(program: str, flags: list[str]) -> list[str]:
   return [sys.executable, str(REPO / "baselines" / f"{program}.py"), *flags]
 
 
+def _unprivileged_user() -> dict:
+  """subprocess.run's arguments that run a program as a user who cannot write where permissions
+  forbid it: `nobody` when the tests run as root (who may write anywhere), else the tests' own user."""
+  if os.geteuid() != 0:
+    return {}
+  nobody = pwd.getpwnam("nobody")
+  return {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+
+
 def run_program(program: str, flags: list[str], file_size_limit: Optional[int] = None,
-                timeout: float = 300) -> subprocess.CompletedProcess:
-  """Runs baselines/<program>.py; file_size_limit (bytes) makes writes beyond it fail as on a full disk."""
+                unprivileged: bool = False) -> subprocess.CompletedProcess:
+  """Runs baselines/<program>.py; file_size_limit (bytes) makes writes beyond it fail as on a full disk;
+  unprivileged runs it as _unprivileged_user."""
   limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))) \
       if file_size_limit else None
-  return subprocess.run(_command(program, flags), capture_output=True, text=True, errors="replace", timeout=timeout,
-                        env=_environment(), cwd=REPO, preexec_fn=limit)
+  return subprocess.run(_command(program, flags), capture_output=True, text=True, errors="replace",
+                        timeout=hang_guard.SECONDS, env=_environment(), cwd=REPO, preexec_fn=limit,
+                        **(_unprivileged_user() if unprivileged else {}))
 
 
 @dataclasses.dataclass
@@ -89,6 +104,8 @@ class Workspace:
   run: pathlib.Path  # a finished tiles_train.py run (export/ included)
   release: pathlib.Path  # files served at release_url
   release_url: str
+  # Where the unprivileged cases read and write: a folder any user may enter (pytest's are its owner's only).
+  open_to_all: Optional[pathlib.Path] = None
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -123,13 +140,13 @@ def _train_killed_and_whole(root: pathlib.Path, npz_root: pathlib.Path) -> list[
   killed = subprocess.Popen(_command("tiles_train", flags("resumed")), env=_environment(), cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   checkpoints = root / "resumed" / "checkpoints"
-  deadline = time.monotonic() + 600
+  deadline = time.monotonic() + hang_guard.SECONDS
   while not (checkpoints / "checkpoint").exists() and killed.poll() is None and time.monotonic() < deadline:
     time.sleep(0.02)
   killed.send_signal(signal.SIGKILL)
   killed.wait()
   left = sorted(path.name for path in checkpoints.glob("ckpt-*.index"))
-  assert whole.wait(timeout=600) == 0, whole.stderr.read()[-3000:]
+  assert whole.wait(timeout=hang_guard.SECONDS) == 0, whole.stderr.read()[-3000:]
   resumed = run_program("tiles_train", flags("resumed"))
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   return left
@@ -148,9 +165,11 @@ def results(tmp_path_factory):
   release.mkdir()
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(release)))
   threading.Thread(target=server.serve_forever, daemon=True).start()
+  open_to_all = pathlib.Path(tempfile.mkdtemp(prefix="test_faults_"))
+  open_to_all.chmod(0o755)
   workspace = Workspace(root, npz_root, root / "records" / "tile" / "xla", root / "whole", release,
-                        f"http://127.0.0.1:{server.server_address[1]}")
-  cases = [case for case in CASES if not (case.unprivileged and os.geteuid() == 0)]
+                        f"http://127.0.0.1:{server.server_address[1]}", open_to_all)
+  cases = CASES
   downloads = [case for case in cases if case.program == "download"]
   with concurrent.futures.ThreadPoolExecutor(CONCURRENT_CASES) as pool:
     futures = {case.name: pool.submit(_run_case, workspace, case) for case in cases
@@ -161,7 +180,8 @@ def results(tmp_path_factory):
     outcomes = {name: future.result() for name, future in futures.items()}
     outcomes.update(zip((case.name for case in downloads), sequence.result()))
   server.shutdown()
-  return {"left_by_kill": left_by_kill, "workspace": workspace, "outcomes": outcomes}
+  yield {"left_by_kill": left_by_kill, "workspace": workspace, "outcomes": outcomes}
+  shutil.rmtree(open_to_all, ignore_errors=True)
 
 
 def test_run_killed_during_its_second_epoch_resumes_to_every_tensor_and_the_history_of_an_uninterrupted_run(results):
@@ -198,7 +218,7 @@ class Case:
   message: str  # regular expression a line of stderr must match: the problem, naming the input
   status: int = 1  # 0 where the correct result is expected
   after_training: bool = False  # uses the trained run (workspace.run)
-  unprivileged: bool = False  # root may write anywhere: the case runs only for other users
+  unprivileged: bool = False  # runs as _unprivileged_user: root may write anywhere
 
 
 def _tile_dir(folder: pathlib.Path, split: str = "valid") -> pathlib.Path:
@@ -259,11 +279,16 @@ def _old_submission(folder: pathlib.Path) -> pathlib.Path:
   return path
 
 
-def _read_only_folder(folder: pathlib.Path) -> pathlib.Path:
-  path = folder / "read_only"
-  path.mkdir()
-  path.chmod(0o555)
-  return path
+def _into_a_read_only_folder(workspace: Workspace, folder: pathlib.Path) -> list[str]:
+  """convert.py's flags for a copy of the training graphs, readable by any user, into a folder no
+  one but root may write (workspace.open_to_all: the unprivileged user must reach both)."""
+  own = workspace.open_to_all / folder.name
+  shutil.copytree(workspace.npz_root / "tile/xla/train", own / "npz/tile/xla/train")
+  for path in (own, *own.rglob("*")):
+    path.chmod(0o755 if path.is_dir() else 0o644)
+  (own / "read_only").mkdir(mode=0o555)
+  (own / "read_only").chmod(0o555)  # mkdir's mode is masked by the umask
+  return [f"--input_dir={own / 'npz'}", f"--output_dir={own / 'read_only'}/records"]
 
 
 def _a_file(folder: pathlib.Path) -> pathlib.Path:
@@ -574,9 +599,7 @@ CASES = [
     Case("convert_output_under_a_file", "convert",
          _with(lambda workspace, folder: [f"--input_dir={workspace.npz_root}", f"--output_dir={_a_file(folder)}/records"]),
          r"a_file/records.*: Not a directory|a_file: File exists"),
-    Case("convert_into_a_read_only_folder", "convert",
-         _with(lambda workspace, folder: [f"--input_dir={workspace.npz_root}",
-                                          f"--output_dir={_read_only_folder(folder)}/records"]),
+    Case("convert_into_a_read_only_folder", "convert", _with(_into_a_read_only_folder),
          r"read_only/records.*: Permission denied", unprivileged=True),
     Case("combine_output_under_a_file", "combine_csvs",
          _combine(lambda workspace, folder: workspace.npz_root, output=lambda folder: _a_file(folder) / "submission.csv"),
@@ -631,8 +654,8 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
   call = case.prepare(workspace, folder)
   before = _contents(call.kept)
   with concurrent.futures.ThreadPoolExecutor(call.copies) as pool:
-    completed = list(pool.map(lambda _: run_program(case.program, call.flags, call.file_size_limit),
-                              range(call.copies)))
+    completed = list(pool.map(lambda _: run_program(case.program, call.flags, call.file_size_limit,
+                                                    case.unprivileged), range(call.copies)))
   after = _contents(call.kept)
   try:
     if call.check:
@@ -644,8 +667,6 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(case, results):
-  if case.name not in results["outcomes"]:
-    pytest.skip("root may write into read-only folders; run the tests as another user for this case")
   outcome = results["outcomes"][case.name]
   for completed in outcome.completed:
     report = f"exit {completed.returncode}\nstdout:\n{completed.stdout[-1500:]}\nstderr:\n{completed.stderr[-3000:]}"
@@ -666,16 +687,6 @@ def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(ca
 # traceback: also tests/test_programs.py), tiles_train.py's own main gets the flags.
 
 
-def _run_tiles_train(flag_values: list[str]) -> None:
-  """tiles_train.py's main with these flags, as absl's app.run would parse them."""
-  program = program_modules.load("tiles_train")
-  try:
-    flags.FLAGS(["tiles_train", *flag_values])
-    program.main([])
-  finally:
-    flags.FLAGS.unparse_flags()
-
-
 @pytest.mark.parametrize("flag, message", [
     ("--epochs=-2", r"--epochs must be at least 1"),
     ("--batch_size=0", r"--batch_size must be at least 1"),
@@ -687,7 +698,7 @@ def _run_tiles_train(flag_values: list[str]) -> None:
         "negative_loss_weight"])
 def test_training_flag_that_cannot_train_is_refused_as_parsed_before_anything_is_written(flag, message, tmp_path):
   with pytest.raises(flags.IllegalFlagValueError, match=message):
-    _run_tiles_train([flag, f"--out_dir={tmp_path / 'run'}"])
+    program_modules.run_main("tiles_train", [flag, f"--out_dir={tmp_path / 'run'}"])
   assert not list(tmp_path.iterdir())
 
 
@@ -709,7 +720,7 @@ def test_rerun_of_a_run_configured_otherwise_or_damaged_is_refused_naming_the_fi
   call = prepare(results["workspace"], tmp_path)
   before = _contents(call.kept)
   with pytest.raises(errors.InputError, match=message):
-    _run_tiles_train(call.flags)
+    program_modules.run_main("tiles_train", call.flags)
   assert _contents(call.kept) == before
 
 
@@ -842,7 +853,7 @@ def test_edited_manifest_is_refused_when_records_are_read(tmp_path):
 
 
 class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
-  """Answers HEAD with a size and never answers GET: a server that hangs."""
+  """Answers HEAD with a size and never answers GET (until the test lets it go): a server that hangs."""
 
   def do_HEAD(self):  # pylint: disable=invalid-name
     self.send_response(200)
@@ -850,23 +861,35 @@ class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
     self.end_headers()
 
   def do_GET(self):  # pylint: disable=invalid-name
-    time.sleep(30)
+    self.server.released.wait()
 
   def log_message(self, *args):
     pass
 
 
-def test_download_from_a_server_that_never_answers_ends_within_its_wait_budget(tmp_path):
+def test_download_from_a_server_that_never_answers_gives_up_within_its_wait_budget(tmp_path, monkeypatch):
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HeadOnlyHandler)
-  server.daemon_threads = True
+  server.daemon_threads, server.released = True, threading.Event()
   threading.Thread(target=server.serve_forever, daemon=True).start()
   url = f"http://127.0.0.1:{server.server_address[1]}"
+  timeouts = []  # every connection's socket timeout: the budget, not timeout_seconds, bounds each wait
+
+  def urlopen(request, timeout):
+    timeouts.append(timeout)
+    return opened(request, timeout=timeout)
+
+  opened = urllib.request.urlopen
+  monkeypatch.setattr(urllib.request, "urlopen", urlopen)
   said = io.StringIO()
-  downloader = download.Downloader(tmp_path, base_url=url, backoff_seconds=0.5, wait_seconds=2.0, progress=said)
-  started = time.monotonic()
-  with pytest.raises(download.DownloadError, match=r"gave up after waiting \d+ s for the server \(--wait_seconds 2\)"):
-    downloader.install("tile:xla", "train")
-  assert time.monotonic() - started < 10
+  downloader = download.Downloader(tmp_path, base_url=url, backoff_seconds=0.5, timeout_seconds=60.0,
+                                   wait_seconds=2.0, progress=said)
+  try:
+    with pytest.raises(download.DownloadError, match=r"gave up after waiting \d+ s for the server \(--wait_seconds 2\)"):
+      downloader.install("tile:xla", "train")
+  finally:
+    server.released.set()
+    server.shutdown()
+  assert len(timeouts) >= 2 and max(timeouts) <= 2.0  # the HEAD and at least one GET, none past the budget
   assert f"fetching {url}/{ARCHIVE}" in said.getvalue()
 
 
@@ -883,12 +906,12 @@ def test_second_downloader_into_one_folder_waits_for_the_first_and_says_so(tmp_p
   downloader = download.Downloader(dest, base_url=f"http://127.0.0.1:{server.server_address[1]}", progress=said)
   with storage.exclusive_lock(dest / ".download.lock", lambda: None):  # another downloader is at work
     second = concurrent.futures.ThreadPoolExecutor(1).submit(downloader.install, "tile:xla", "train")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + hang_guard.SECONDS
     while "another download is writing here; waiting" not in said.getvalue() and time.monotonic() < deadline:
       time.sleep(0.05)
     assert "another download is writing here; waiting" in said.getvalue()
     assert not second.done() and not list(dest.glob("*.part"))
-  assert second.result(timeout=60) and downloader.is_installed(ARCHIVE)
+  assert second.result(timeout=hang_guard.SECONDS) and downloader.is_installed(ARCHIVE)
   server.shutdown()
 
 

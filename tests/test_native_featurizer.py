@@ -28,12 +28,7 @@ LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _sample_protos() -> list:
-  return sorted(sample_data.sample_dir().glob("pb/**/*.pb")) or [pytest.param(None, marks=pytest.mark.skip(
-      reason=str(sample_data.sample_dir()) + ": the real sample's protos are not there"))]
-
-
-@pytest.mark.parametrize("path", _sample_protos(), ids=lambda path: path and path.name)
+@pytest.mark.parametrize("path", sample_data.files("pb/**/*.pb"), ids=lambda path: path and path.name)
 def test_every_sample_proto_featurizes_alike_with_its_own_configs_and_with_candidates(path, tmp_path):
   assert_featurized_alike(path, tmp_path / "own")
   kernels = isinstance(featurize.read_hlo_file(path), tuning_pb2.TuningData)
