@@ -18,7 +18,7 @@ sample_dir = locations.sample_dir
 
 def required() -> bool:
   """Whether an absent sample fails the tests rather than skipping them: under CI."""
-  return os.environ.get("CI", "").lower() in ("true", "1")
+  return os.environ.get("CI") == "true"
 
 
 def require_sample(relative_path: str = "") -> pathlib.Path:

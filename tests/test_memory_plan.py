@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import hang_guard
 from tpu_graphs.data import graphs, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import experiments, memory_plan, run_experiment

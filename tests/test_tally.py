@@ -41,6 +41,16 @@ def _testlogs(tmp_path, **xml_by_target):
   return tmp_path
 
 
+def test_the_summary_gives_each_targets_status_and_seconds():
+  targets = tally.summary(["INFO: Build completed", "//tests:test_a                (cached) PASSED in 3.1s",
+                           "//native/hlo:fuzz_replay                 FAILED in 2 out of 2 in 60.0s",
+                           "//tests:test_b                           FAILED TO BUILD"])
+  assert [(t.label, t.status, t.cached, t.seconds) for t in targets] == [
+      ("//tests:test_a", "PASSED", True, 3.1), ("//native/hlo:fuzz_replay", "FAILED", False, 60.0),
+      ("//tests:test_b", "FAILED TO BUILD", False, None)]
+  assert tally.slowest(targets) == "slowest: //native/hlo:fuzz_replay 60 s, //tests:test_a 3 s"
+
+
 def test_each_test_function_is_counted_once_as_passed_failed_or_skipped(tmp_path):
   counted = tally.count_testcases(_testlogs(tmp_path, test_x=PYTEST_XML) / "tests/test_x/test.xml")
   assert (counted.passed, counted.failed, counted.skipped) == (2, 2, 2)
