@@ -15,6 +15,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -34,6 +35,7 @@ def _tally_module():
   """tests/tally.py, which reads Bazel's summary for scripts/test (tests/ is no package)."""
   spec = importlib.util.spec_from_file_location("tally", locations.REPOSITORY / "tests" / "tally.py")
   module = importlib.util.module_from_spec(spec)
+  sys.modules[spec.name] = module  # its dataclasses look their module up by name
   spec.loader.exec_module(module)
   return module
 
