@@ -3,7 +3,7 @@
 Each fixture is a genrule of tests/BUILD that runs this module and packs what it made into
 bazel-bin/tests/<fixture>.tar. A test that takes the target as data unpacks its own copy (`unpack`),
 which it may change; run directly with pytest, it finds the tars in bazel-bin/tests/ after
-`bazel build //tests:shared_fixtures_built`. A test that checks training itself trains its own runs.
+`bazel build //tests:all`. A test that checks training itself trains its own runs.
 
   tile_run        a tile tree whose runtimes tie (npz/), its records (records/) and a finished
                   tiles_train.py run on them (run/, TILE_RUN_FLAGS: 2 epochs, export/ included)
@@ -77,8 +77,9 @@ def tile_run_flags(root: pathlib.Path, run: pathlib.Path) -> list[str]:
 def _build_tile_run(root: pathlib.Path) -> None:
   write_tied_tile_tree(root, TILE_RUN_GRAPHS)
   convert.convert_directory(root / "npz", root / "records", progress=False)
+  quiet = {**program_environment(), "TF_CPP_MIN_LOG_LEVEL": "3"}  # a build's log shows only what fails
   subprocess.run([sys.executable, str(REPOSITORY / "baselines/tiles_train.py"), *tile_run_flags(root, root / "run")],
-                 env=program_environment(), check=True, stdout=subprocess.DEVNULL)
+                 env=quiet, check=True, stdout=subprocess.DEVNULL)
 
 
 def _build_layout_export(root: pathlib.Path) -> None:

@@ -3,18 +3,18 @@
 A case gives a program bad input (corrupt, special or missing files), a bad flag, an unusable
 output path (a file where a folder should be, a full disk: a file-size limit the kernel enforces,
 which works unprivileged; a read-only folder, written by a program without root's power to write
-anywhere) or a damaged earlier result, and expects either the correct result or
-exit status 1 with a line naming the input and the problem: never a traceback, never a hang, and
-nothing already written lost. A tile run killed with SIGKILL during its second epoch and rerun
-must end exactly as an uninterrupted run: every tensor of its checkpoint and its history.
+anywhere) or a damaged earlier result, and expects either the correct result or exit status 1 with
+a line naming the input and the problem: never a traceback, never a hang, and nothing already
+written lost. A tile run killed with SIGKILL during its second epoch and rerun must end exactly as
+an uninterrupted run: every tensor of its checkpoint and its history.
 
 The cases share one small tile dataset and one trained run (the shared fixture tile_run, built
 once by Bazel: tests/shared_fixtures.py) and run a few at a time, since most of each one's time is
-importing TensorFlow. Damaged copies of the trained run
-(truncated config.json or history.json, damaged checkpoints or best weights) must resume from
-what verifies or be refused unchanged. Where a subprocess would add nothing to what the matrix
-checks of every program, tiles_train.py's main runs in this process: the training flags that
-cannot train, and reruns of damaged or otherwise configured copies of the run.
+importing TensorFlow. Damaged copies of the trained run (truncated config.json or history.json,
+damaged checkpoints or best weights) must resume from what verifies or be refused unchanged. Where
+a subprocess would add nothing to what the matrix checks of every program, tiles_train.py's main
+runs in this process: the training flags that cannot train, and reruns of damaged or otherwise
+configured copies of the run.
 
 The kinds of fault whose check lives in one function (the reader's values, the featurizer's
 module check, checkpoint verification, metrics of NaN scores, the downloader's wait budget and
