@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import shared_fixtures
 from tpu_graphs.data import graphs
-from tpu_graphs.export import ranker, untrained
+from tpu_graphs.export import ranker
 from tpu_graphs.hlo import candidates, fusion_kernels, hlo_input
 from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
@@ -39,10 +40,11 @@ def cnn_modules(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-  """Untrained layout and tile models exported for serving: ranking needs scores, not good ones."""
+  """A layout and a tile model exported for serving (the shared fixtures layout_export, untrained:
+  ranking needs scores, not good ones, and tile_run's)."""
   root = tmp_path_factory.mktemp("models")
-  return (untrained.export_untrained("layout:xla:default", root, units=16, layers=2, prune_hops=1),
-          untrained.export_untrained("tile:xla", root, units=16, layers=2))
+  return (shared_fixtures.unpack("layout_export", root / "layout") / "export",
+          shared_fixtures.unpack("tile_run", root / "tile") / "run" / "export")
 
 
 def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(cnn_modules):

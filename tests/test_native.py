@@ -5,8 +5,9 @@ SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or wit
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
 library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once.
 
-Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
-test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
+Under Bazel the ranker, the XLA AOT runtime archive and the compiled model libraries (the shared
+fixtures tile_library and layout_library, tests/shared_fixtures.py) are this test's data; run
+directly, the test uses bazel-bin/ (bazel build //native:all //tests:all).
 """
 
 import json
@@ -19,9 +20,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import bazel_outputs
+import hang_guard
 import malformed_modules
-import native_builds
 import sample_data
+import shared_fixtures
 from tpu_graphs.data import graphs, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
@@ -39,16 +42,14 @@ RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank
 
 @pytest.fixture(scope="module")
 def tile_export(tmp_path_factory):
-  """A tile model's export with its native library compiled (export/native/)."""
-  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2,
-                                          static_signatures=True)
-  native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
-  return export_dir
+  """A trained tile run's export with its native library compiled (export/native/)."""
+  return shared_fixtures.unpack("tile_library", tmp_path_factory.mktemp("tile")) / "export"
 
 
 def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
-  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
-                         f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False)
+  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+                         f"--input={path}", f"--top={TOP}", f"--json={json_path}"],
+                        capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _python_scores(export_dir, graph: graphs.Graph) -> np.ndarray:
@@ -87,7 +88,7 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
 def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
   with pytest.raises(run_directory.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
-    native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
+    native_library.compile_model_library(export_dir, bazel_outputs.built("native/libxla_aot_runtime.a").parent)
   assert not (export_dir / native_library.NATIVE_DIR_NAME).exists()
 
 
@@ -110,37 +111,30 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
 
 
 @pytest.fixture(scope="module")
-def layout_export(tmp_path_factory):
-  """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours."""
-  return untrained.export_untrained("layout:xla:default", tmp_path_factory.mktemp("layout"), units=16, layers=2,
-                                    prune_hops=1, static_signatures=True)
+def layout_library(tmp_path_factory):
+  """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours, with
+  its native library compiled: host-side pruning, then the static layout signatures."""
+  return shared_fixtures.unpack("layout_library", tmp_path_factory.mktemp("layout")) / "export"
 
 
 @pytest.fixture(scope="module")
-def layout_python_scores(layout_export):
+def layout_python_scores(layout_library):
   """The Python SavedModel's scores of each real layout file (relative path -> scores), once per module."""
   scores = {}
 
   def of(relative: str) -> tuple[graphs.Graph, np.ndarray]:
     graph = npz.read_graph(sample_data.require_sample(relative))
     if relative not in scores:
-      scores[relative] = _python_scores(layout_export, graph)
+      scores[relative] = _python_scores(layout_library, graph)
     return graph, scores[relative]
   return of
 
 
-@pytest.fixture(scope="module")
-def layout_library(layout_export):
-  """layout_export with its native library compiled: host-side pruning, then the static layout signatures."""
-  native_library.compile_model_library(layout_export, native_builds.built("native/libxla_aot_runtime.a").parent)
-  return layout_export
-
-
 @pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
-def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, layout_python_scores, relative,
+def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_library, layout_python_scores, relative,
                                                                  tmp_path):
   graph, expected = layout_python_scores(relative)
-  result = _rank("capi", layout_export, sample_data.require_sample(relative), tmp_path / "best.json")
+  result = _rank("capi", layout_library, sample_data.require_sample(relative), tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
 
@@ -274,14 +268,15 @@ def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
 
 
 def _rank_module(mode: str, export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
-  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
                          f"--hlo={path}", f"--top={TOP}", f"--json={json_path}", *flags], capture_output=True,
-                        text=True, timeout=300, check=False)
+                        text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _rank_py(export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export_dir}", f"--input={path}", f"--top={TOP}",
-                         f"--json={json_path}", *flags], capture_output=True, text=True, timeout=300, check=False)
+                         f"--json={json_path}", *flags],
+                         capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _assert_same_rankings(native: subprocess.CompletedProcess, python: subprocess.CompletedProcess,
@@ -362,7 +357,8 @@ def test_rank_says_as_rank_py_what_the_best_configs_of_npz_files_set(tile_export
     path = sample_data.require_sample(relative)
     native = _rank("aot", export, path, tmp_path / "native.json")
     python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export}", f"--input={path}", f"--top={TOP}",
-                             f"--json={tmp_path / 'python.json'}"], capture_output=True, text=True, timeout=300)
+                             f"--json={tmp_path / 'python.json'}"],
+                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
     [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
     described = [best.get("layouts", best.get("output_tile")) for best in ranked["best"]]
     assert all(described)
@@ -391,7 +387,7 @@ def _call_program(export_dir, tmp_path) -> pathlib.Path:
 def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, unmeasured_layout, tmp_path):
   program = _call_program(layout_library, tmp_path)
   once, at_once = (subprocess.run([str(program), str(unmeasured_layout), "30", "5", "3", str(threads)],
-                                  capture_output=True, text=True, timeout=300) for threads in (1, 6))
+                                  capture_output=True, text=True, timeout=hang_guard.SECONDS) for threads in (1, 6))
   assert (once.returncode, at_once.returncode) == (0, 0), once.stderr + at_once.stderr
   assert once.stdout == at_once.stdout and once.stdout.startswith("main__.10904 30\n")
   assert re.search(r"convolution\.\d+:-1:\d,\d,", once.stdout)  # a result layout, by instruction name
@@ -412,7 +408,7 @@ def test_the_c_call_refuses_malformed_modules_with_a_status_and_a_message(tile_e
   path.write_bytes(data)
   for candidates in ("0", "10"):
     called = subprocess.run([str(program), str(path), candidates, "0", "3", "2"], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=hang_guard.SECONDS)
     assert called.returncode == 0 and called.stdout.startswith(f"status {2}: ") and message in called.stdout, called
 
 
@@ -421,7 +417,8 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
   path = tmp_path / "truncated.pb"
   data = dumps["cnn"].after_optimizations.read_bytes()
   path.write_bytes(data[:len(data) // 2])
-  called = subprocess.run([str(program), str(path), "10", "0", "3", "1"], capture_output=True, text=True, timeout=60)
+  called = subprocess.run([str(program), str(path), "10", "0", "3", "1"],
+                          capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert called.stdout.startswith("status 2: not a serialized"), called
 
 
