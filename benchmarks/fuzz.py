@@ -226,8 +226,7 @@ def _stale(output: pathlib.Path, dependencies: pathlib.Path) -> bool:
 
 def _object(source: pathlib.Path, flags_: list[str]) -> pathlib.Path:
   """`source` compiled instrumented into out/fuzz/build/obj/ (again only where it or a header changed)."""
-  relative = source.resolve().relative_to(locations.REPOSITORY.resolve()) if source.is_absolute() else source
-  output = WORK / "build" / "obj" / relative.with_suffix(".o")
+  output = WORK / "build" / "obj" / pathlib.Path(os.path.relpath(source, locations.REPOSITORY)).with_suffix(".o")
   dependencies = output.with_suffix(".d")
   if _stale(output, dependencies):
     output.parent.mkdir(parents=True, exist_ok=True)

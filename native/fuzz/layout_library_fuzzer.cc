@@ -42,8 +42,8 @@ void ScoreLayout(FuzzInput& input) {
   const int64_t num_edges = FoldedCount(input.Draw<int64_t>(), kMaxEdges, 2 * sizeof(int64_t));
   const int64_t num_configurable = FoldedCount(input.Draw<int64_t>(), kMaxConfigurable, sizeof(int64_t));
   const int64_t configurable_rows = Rows(num_configurable, kMaxConfigurable);
-  // A config's row: every configurable op's values (one row where there are none to allocate).
-  const int64_t config_bytes = sizeof(float) * kLayoutValues * (num_configurable > 0 ? num_configurable : 1);
+  // A config's row: every configurable op's values (one op's where there are none to allocate).
+  const int64_t config_bytes = sizeof(float) * kLayoutValues * (configurable_rows > 0 ? configurable_rows : 1);
   int64_t num_configs = FoldedCount(input.Draw<int64_t>(), kMaxConfigs, config_bytes);
   if (Allocatable(num_configs, kMaxConfigs) && num_configs * configurable_rows * kLayoutValues > kMaxConfigValues) {
     num_configs = kMaxConfigValues / (configurable_rows * kLayoutValues);
