@@ -3,13 +3,18 @@ libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's 
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
 SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
-library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once.
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. Built
+again with sanitizers (native_library.relink, g++), the libraries replay every input their fuzz
+targets found a problem with (native/fuzz/regressions/) under AddressSanitizer and
+UndefinedBehaviorSanitizer, and answer threads scoring different graphs and ranking a module at
+once as one thread under ThreadSanitizer.
 
 Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
 test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
 """
 
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -22,7 +27,7 @@ import tensorflow as tf
 import malformed_modules
 import native_builds
 import sample_data
-from tpu_graphs.data import graphs, npz
+from tpu_graphs.data import graphs, locations, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.train import run_directory
@@ -35,6 +40,10 @@ REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
 TOP = 5
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
+FUZZ_DIR = native_library.NATIVE_SOURCES / "fuzz"
+# g++'s sanitizers, as native/sanitizers.bzl builds the native code with them.
+ADDRESS_SANITIZER = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+THREAD_SANITIZER = ["-fsanitize=thread"]
 
 
 @pytest.fixture(scope="module")
@@ -423,6 +432,57 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
   path.write_bytes(data[:len(data) // 2])
   called = subprocess.run([str(program), str(path), "10", "0", "3", "1"], capture_output=True, text=True, timeout=60)
   assert called.stdout.startswith("status 2: not a serialized"), called
+
+
+def _sanitized_library(export_dir, tmp_path, sanitizer: list[str], featurizer_archive=None) -> pathlib.Path:
+  """The model compiled in export_dir/native linked again by g++ with `sanitizer`'s flags."""
+  return native_library.relink(export_dir / "native", native_builds.built("native/libxla_aot_runtime.a").parent,
+                               tmp_path / export_dir.name / native_library.LIBRARY_NAME, ["g++", "-O1", *sanitizer],
+                               featurizer_archive)
+
+
+def test_the_model_libraries_replay_what_their_fuzz_targets_found_without_a_finding(tile_export, layout_library,
+                                                                                    tmp_path):
+  replayed = 0
+  for target, export_dir in (("tile_library", tile_export), ("layout_library", layout_library)):
+    regressions = FUZZ_DIR / "regressions" / target
+    inputs = sorted(regressions.glob("*"))
+    if not inputs:
+      continue
+    library = _sanitized_library(export_dir, tmp_path, ADDRESS_SANITIZER)
+    program = tmp_path / f"{target}_replay"
+    subprocess.run(["g++", "-std=c++17", "-O1", *ADDRESS_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                    str(FUZZ_DIR / f"{target}_fuzzer.cc"), str(FUZZ_DIR / "replay_main.cc"), f"-L{library.parent}",
+                    "-ltpu_graphs_model", f"-Wl,-rpath,{library.parent}", "-o", str(program)],
+                   check=True, capture_output=True)
+    replay = subprocess.run([str(program), str(regressions)], capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0 and f"replayed {len(inputs)} inputs without a finding" in replay.stdout, \
+        replay.stderr[-4000:]
+    replayed += len(inputs)
+  if not replayed:
+    pytest.skip("no fuzz finding of a model library is kept in native/fuzz/regressions/")
+
+
+def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitizer(tile_export, layout_library, dumps,
+                                                                                  tmp_path):
+  program = tmp_path / "library_threads"
+  subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                  str(pathlib.Path(__file__).with_name("library_threads.cc")),
+                  str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
+                 check=True, capture_output=True)
+  featurizer = native_builds.built("native/libtpu_graphs_featurizer_tsan.a")
+  generated = locations.EMBEDDED_NPZ
+  tile_graphs = sorted((generated / "tile/xla/test").glob("*.npz"))[:6]  # 6 to 26 ops: buckets of 16 and 32
+  layout_graphs = sorted((generated / "layout/xla/default/test").glob("*.npz"))  # 350 to 3,047 ops
+  for export_dir, module, npz_files in ((tile_export, dumps["cnn"].after_optimizations, tile_graphs),
+                                      (layout_library, dumps["transformer_block"].before_optimizations,
+                                       layout_graphs)):
+    library = _sanitized_library(export_dir, tmp_path, THREAD_SANITIZER, featurizer)
+    called = subprocess.run([str(program), str(library), "4", "3", str(module), "20", *map(str, npz_files)],
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1"})
+    assert called.returncode == 0 and "ThreadSanitizer" not in called.stderr, called.stderr[-6000:]
+    assert called.stdout.startswith(f"{4 * 3 * (len(npz_files) + 1)} calls from 4 threads agreed"), called.stdout
 
 
 if __name__ == "__main__":
