@@ -88,11 +88,11 @@ TARGETS = {target.name: target for target in (
     Target("layout_pruning", "graphs through PruneLayout (native/layout_pruning.h), against its definition",
            sources=("native/layout_pruning.cc",), max_len=1 << 16),
     Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo)",
-           sources=("featurizer",), max_len=1 << 20),
+           sources=("featurizer",), max_len=1 << 19),
     Target("tile_library", "tpu_graphs_score_tile and tpu_graphs_rank_module of a compiled tile model",
-           library="tile", max_len=1 << 20),
+           library="tile", max_len=1 << 19),
     Target("layout_library", "tpu_graphs_score_layout and tpu_graphs_rank_module of a compiled layout model",
-           library="layout", max_len=1 << 21),
+           library="layout", max_len=1 << 20),
 )}
 
 _MINUTES = flags.DEFINE_float("minutes", 5, "Minutes per target (the campaign: 30).")
@@ -123,18 +123,32 @@ def _little_endian(array: np.ndarray, dtype: str) -> bytes:
 
 
 def _module_seeds() -> list[bytes]:
-  """The sample's tuning data whole, and each kernel of its TuningData as a bare HloModuleProto."""
-  from tpu_graphs.hlo import tuning_pb2  # pylint: disable=g-import-not-at-top
-  seeds = [path.read_bytes() for path in sorted(locations.sample_dir().glob("pb/**/*.pb"))]
-  for path in sorted(locations.sample_dir().glob("pb/**/op_tuning_data.pb")):
-    tuning = tuning_pb2.TuningData.FromString(path.read_bytes())
-    seeds += [kernel.module.SerializeToString() for kernel in tuning.modules]
+  """Modules as a compiler holds them: XLA's own dumps (HloProto) of a CNN, an RNN and a
+  transformer block before and after optimization (tpu_graphs/hlo/xla_dumps.py, dumped once into
+  out/fuzz/dumps/); the sample's TuningData and each of its kernels as a bare HloModuleProto; its
+  layout ModuleTuningData with its first 3 runs."""
+  from tpu_graphs.hlo import featurize, tuning_pb2, xla_dumps  # pylint: disable=g-import-not-at-top
+  dumps_dir = WORK / "dumps"
+  if not list(dumps_dir.glob("*.hlo.pb")):
+    dumps_dir.mkdir(parents=True, exist_ok=True)
+    xla_dumps.dump_programs(list(xla_dumps.PROGRAMS), dumps_dir)
+  seeds = [path.read_bytes() for path in sorted(dumps_dir.glob("*_forward_*.hlo.pb"))]
+  for path in sorted(locations.sample_dir().glob("pb/**/*.pb")):
+    proto = featurize.parse_hlo_proto(path.read_bytes(), str(path))
+    if isinstance(proto, tuning_pb2.TuningData):
+      seeds += [path.read_bytes(), *(kernel.module.SerializeToString() for kernel in proto.modules)]
+    elif isinstance(proto, tuning_pb2.ModuleTuningData):
+      del proto.runs[3:]
+      seeds.append(proto.SerializeToString())
+    else:
+      seeds.append(path.read_bytes())
   return seeds
 
 
 def _rank_module_seeds(entry: bytes) -> list[bytes]:
   """library_calls.h's RankModule layout: num_candidates, seed, top_k, the module."""
-  return [entry + struct.pack("<BQB", candidates, 0, 5) + module for module in _module_seeds() for candidates in (0, 8)]
+  return [entry + struct.pack("<BQB", candidates, 0, 5) + module for module in _module_seeds() for candidates in (0, 8)
+          if len(module) < (1 << 19) - 16]
 
 
 def _npz_seeds(configs: int = 8) -> list[bytes]:
@@ -190,7 +204,8 @@ def _layout_seeds(configs: int = 4) -> list[bytes]:
 
 def _featurizer_seeds() -> list[bytes]:
   return [struct.pack("<BBQB", kind, candidates, 0, 5) + module
-          for module in _module_seeds() for kind in (0, 1) for candidates in (0, 8)]
+          for module in _module_seeds() for kind in (0, 1) for candidates in (0, 8)
+          if len(module) < TARGETS["featurizer"].max_len - 16]
 
 
 SEEDS = {"npz": _npz_seeds, "layout_pruning": _pruning_seeds, "featurizer": _featurizer_seeds,

@@ -259,6 +259,24 @@ def test_bad_input_gets_an_error_naming_the_problem(tile_export, tmp_path, repla
     assert message in result.stderr and not (tmp_path / "best.json").exists()
 
 
+def test_a_module_given_as_an_npz_input_is_refused_saying_it_goes_to_hlo(tile_export, tmp_path):
+  path = tmp_path / "module.pb"
+  path.write_bytes(malformed_modules.module(malformed_modules.PARAMETER).SerializeToString())
+  result = _rank("aot", tile_export, path, tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {path}: not an npz file (a zip archive of .npy arrays); an XLA module or "
+                           f"tuning data (.pb) goes to --hlo={path}\n")
+
+
+def test_a_model_without_its_compiled_library_is_refused_with_the_command_that_compiles_it(tmp_path):
+  export_dir = untrained.export_untrained("tile:xla", tmp_path, units=8, layers=1)  # no native/
+  result = _rank("aot", export_dir, _tile_file(tmp_path), tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {export_dir}/native/libtpu_graphs_model.so: not found; compile the model "
+                           f"into it: python baselines/compile_native.py --model {export_dir} (after bazel build "
+                           "//native:all)\n")
+
+
 def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
   largest = static_shapes.TILE_BUCKETS[-1]
   path = _tile_file(tmp_path, nodes=largest.nodes, config_feat=np.random.default_rng(0).integers(

@@ -39,6 +39,8 @@ from tpu_graphs.hlo import tuning_pb2
 # Computations whose names contain these words end a `node_splits` segment (the release marks
 # the boundaries of the program's major computations, not of fusion bodies or reducers).
 _SPLIT_COMPUTATION_WORDS = ("cluster", "while", "cond")
+# HLO text (HloModule::ToString, XLA's *.txt dumps) starts so: no proto, refused as such.
+_HLO_TEXT_START = b"HloModule "
 
 # Opcodes whose layouts the release's layout collection configures.
 CONFIGURABLE_OPCODES = frozenset({"convolution", "dot", "reshape"})
@@ -126,10 +128,9 @@ def check_module(module: hlo_pb2.HloModuleProto, source: str) -> None:
   if not any(c.instructions for c in module.computations):
     refuse("the module has no instructions")
   computations = {c.id: c for c in module.computations}
-  if module.entry_computation_id not in computations and \
-      module.entry_computation_name not in {c.name for c in module.computations}:
-    refuse(f"has no entry computation (entry id {module.entry_computation_id}, name "
-           f"{module.entry_computation_name!r} name none of its {len(computations)} computations)")
+  if module.entry_computation_id not in computations:  # XLA finds the entry by id alone, and refuses the module
+    refuse(f"has no entry computation (entry_computation_id {module.entry_computation_id} names none of its "
+           f"{len(computations)} computations, as XLA requires)")
   computation_of = {}
   for computation in module.computations:
     for instruction in computation.instructions:
@@ -486,6 +487,10 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
   """
   if not data:
     raise graphs.GraphFileError(source, "the file is empty")
+  if data.lstrip().startswith(_HLO_TEXT_START):
+    raise graphs.GraphFileError(source, "holds HLO text (it starts with 'HloModule'), not a serialized proto; pass "
+                                "the module as a proto: XLA writes one per module with --xla_dump_hlo_as_proto "
+                                "(*.hlo.pb)")
   for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto, hlo_pb2.HloProto):
     try:
       parsed = kind.FromString(data)
