@@ -52,6 +52,7 @@ import tile_test_data
 
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
+from tpu_graphs.export import saved_model
 from tpu_graphs.hlo import featurize
 from tpu_graphs.train import losses, metrics, run_directory, scoring, tasks
 
@@ -586,6 +587,18 @@ def prepare_combine_runs_of_other_data(workspace: Workspace, folder: pathlib.Pat
                f"--output={folder / 'submission.csv'}"], check=check)
 
 
+def prepare_rerun_with_a_compiled_library(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A finished run whose export/ the user compiled into native/ (as compile_native.py writes it,
+  recording the weights it compiled): a rerun exports again and must keep native/ as it is."""
+  run = _run_copy(workspace, folder)
+  native = run / "export" / "native"
+  native.mkdir()
+  (native / "libtpu_graphs_model.so").write_bytes(b"\x7fELF the library the user compiled")
+  (native / "buckets.json").write_text(json.dumps({"cpu": "x86-64", "weights": saved_model.weights_fingerprint(
+      run / "export")}))
+  return Call(_rerun_flags(workspace, run), kept=[native])
+
+
 def prepare_evaluate_split_nothing_measured(workspace: Workspace, folder: pathlib.Path) -> Call:
   """A valid split whose graphs all have runtimes 0: labelled, yet nothing to compute metrics on."""
   split_dir = folder / "npz" / "tile" / "xla" / "valid"
@@ -679,6 +692,9 @@ CASES = [
     Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
          r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'", after_training=True),
     # Damaged run directories: resumed from what verifies, or refused naming the file and how to start over.
+    Case("tiles_train_rerun_keeps_the_library_compiled_from_its_export", "tiles_train",
+         prepare_rerun_with_a_compiled_library, r"resume: all 2 epoch\(s\) trained already", status=0,
+         after_training=True),
     Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
          r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
     Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",

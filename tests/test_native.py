@@ -17,6 +17,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -107,6 +108,23 @@ def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
   exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
                             check=True).stdout.split()
   return linked, sorted(name for name in exported if name.startswith("tpu_graphs"))
+
+
+def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones(tile_export, tmp_path):
+  export_dir = tmp_path / "export"
+  shutil.copytree(tile_export, export_dir)
+  library = export_dir / "native" / native_library.LIBRARY_NAME
+  compiled = library.read_bytes()
+  assert native_library.compile_again_if_stale(export_dir) is None and library.read_bytes() == compiled
+  other = untrained.export_untrained("tile:xla", tmp_path / "other", seed=1, units=16, layers=2,
+                                     static_signatures=True)
+  for part in other.iterdir():  # an export of other weights, native/ carried over as saved_model.export keeps it
+    shutil.rmtree(export_dir / part.name) if (export_dir / part.name).is_dir() else (export_dir / part.name).unlink()
+    shutil.move(part, export_dir / part.name)
+  assert native_library.compile_again_if_stale(export_dir) == library
+  recorded = json.loads((export_dir / "native" / "buckets.json").read_text())
+  assert recorded["weights"] == saved_model.weights_fingerprint(export_dir) != saved_model.weights_fingerprint(tile_export)
+  assert library.read_bytes() != compiled
 
 
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):

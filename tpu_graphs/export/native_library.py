@@ -7,10 +7,14 @@ featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libprotobuf-lite, libstdc++, libm, libc)
     <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
-    <export>/native/buckets.json             the buckets compiled in, and the sources
+    <export>/native/buckets.json             the buckets compiled in, the CPU level, the weights compiled
+                                             (saved_model.weights_fingerprint) and the runtime archives
 
     compile_model_library("out/tiles/export", "bazel-bin/native")   # any x86-64 CPU
     compile_model_library("out/tiles/export", "bazel-bin/native", cpu="x86-64-v3")
+
+A run's rerun exports again (saved_model.export_to_run_directory): native/ is kept where the weights
+are those it was compiled from, and compiled again otherwise (compile_again_if_stale).
 
 A training run's export (<run>/export) leaves the static signatures out, since tracing them costs
 every run seconds: the library's work folder then gets the run's best model exported again with
@@ -37,7 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 from tpu_graphs.data import errors, storage
 from tpu_graphs.export import saved_model, static_layout, static_shapes
@@ -189,12 +193,29 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
+        "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),
         "kind": "layout" if _is_layout(buckets) else "tile",
         "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
   storage.atomic_directory(native_dir, write)
   return pathlib.Path(native_dir) / LIBRARY_NAME
+
+
+def compile_again_if_stale(export_dir: Union[str, os.PathLike]) -> Optional[pathlib.Path]:
+  """Where <export_dir>/native/ was compiled from other weights than export_dir holds now (a run
+  exported again after training on; or a library that recorded none), compiles it again, for the
+  CPU level and with the runtime archives it was compiled with; returns the new library's path,
+  or None where there is no native/ or it is current. Raises as compile_model_library does (e.g.
+  InputError where the runtime archives are gone: `bazel build //native:all`)."""
+  listed = pathlib.Path(export_dir) / NATIVE_DIR_NAME / "buckets.json"
+  if not listed.is_file():
+    return None
+  compiled = json.loads(listed.read_text())
+  if compiled.get("weights") == saved_model.weights_fingerprint(export_dir):
+    return None
+  runtime_dir = compiled.get("runtime_dir", NATIVE_SOURCES.parent / "bazel-bin" / "native")
+  return compile_model_library(export_dir, runtime_dir, compiled.get("cpu", "x86-64"))
 
 
 def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike], output: Union[str, os.PathLike],

@@ -35,7 +35,10 @@ model's four about 5 CPU-seconds, doubling its export), so training runs leave t
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+import hashlib
+import os
+import shutil
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -224,23 +227,49 @@ class ServingModule(tf.Module):
 
 
 def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None,
-           static_signatures: bool = False) -> None:
+           static_signatures: bool = False, keep: Sequence[str] = ()) -> None:
   """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
 
   `preprocess` (GraphTensor -> GraphTensor, e.g. a task's pruning) runs inside the exported graph
   before the scorer, so callers pass raw arrays and get what training saw. `static_signatures`
-  adds the static-shape signatures a native library compiles (see the module docstring).
+  adds the static-shape signatures a native library compiles (see the module docstring). `keep`:
+  folders of a local export_dir's earlier content carried into the new one (what was built from
+  it, e.g. native/).
 
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
   module = ServingModule(scorer, kind, preprocess, static_signatures)
-  storage.atomic_directory(export_dir, lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
+
+  def write(path: str) -> None:
+    tf.saved_model.save(module, path, signatures=module.signatures())
+    for name in keep:
+      earlier = storage.join(export_dir, name)
+      if storage.is_local(export_dir) and os.path.isdir(earlier):
+        shutil.copytree(earlier, os.path.join(path, name), symlinks=True)
+
+  storage.atomic_directory(export_dir, write)
 
 
 def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -> None:
   """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
-  per-graph preprocessing (layout pruning) inside."""
-  export(scorer, task.kind, storage.join(run_dir, EXPORT_DIR_NAME), task.structure_transform)
+  per-graph preprocessing (layout pruning) inside. A native library compiled from the earlier
+  export (export/native/, native_library.py) is kept, and compiled again where the weights changed
+  (a run trained on after it was compiled): a rerun never deletes what a user built."""
+  from tpu_graphs.export import native_library  # pylint: disable=g-import-not-at-top  (it imports this module)
+  export_dir = storage.join(run_dir, EXPORT_DIR_NAME)
+  export(scorer, task.kind, export_dir, task.structure_transform, keep=[native_library.NATIVE_DIR_NAME])
+  native_library.compile_again_if_stale(export_dir)
+
+
+def weights_fingerprint(export_dir) -> str:
+  """A SHA-256 of a SavedModel's variables, names and values: equal for two exports of the same
+  model with the same weights (what native_library records of the model it compiled)."""
+  reader = tf.train.load_checkpoint(storage.join(export_dir, "variables", "variables"))
+  digest = hashlib.sha256()
+  for name in sorted(reader.get_variable_to_shape_map()):
+    if name != "_CHECKPOINTABLE_OBJECT_GRAPH":
+      digest.update(name.encode() + b"\0" + np.ascontiguousarray(reader.get_tensor(name)).tobytes())
+  return digest.hexdigest()
 
 
 def model_input_spec(kind: str) -> tfgnn.GraphTensorSpec:
