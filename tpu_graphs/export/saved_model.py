@@ -138,6 +138,31 @@ def checked_arrays(kind: str, arrays: dict) -> dict:
     return {name: tf.identity(value) for name, value in checked.items()}
 
 
+def parseable_examples(kind: str, examples: tf.Tensor) -> tf.Tensor:
+  """`examples` (b,) string, depending on the check that each parses as a GraphTensor of the
+  collection's schema: garbage bytes or another message fail with InvalidArgumentError naming the
+  input and its first bad element, where TensorFlow's parser names neither ("Could not parse
+  example input"). Each element is parsed alone, its errors dropped (tf.data's ignore_errors), and
+  the elements that parsed are counted."""
+  io_spec = tfgnn.get_io_spec(records.graph_spec(kind))
+
+  def parsed(index, example):  # the index, and a value that depends on every parsed feature
+    features = tf.io.parse_example(example[tf.newaxis], io_spec)
+    return index, tf.add_n([tf.size(value, out_type=tf.int64)
+                            for value in tf.nest.flatten(features, expand_composites=True)])
+
+  count = tf.size(examples, out_type=tf.int64)
+  parsed_elements = tf.data.Dataset.from_tensor_slices(examples).enumerate().map(parsed).ignore_errors().reduce(
+      tf.zeros([count], tf.bool), lambda held, element: tf.tensor_scatter_nd_update(held, [[element[0]]],
+                                                                                     [element[1] >= 0]))
+  check = tf.debugging.Assert(tf.reduce_all(parsed_elements), [
+      "examples: element", tf.argmin(tf.cast(parsed_elements, tf.int32)),
+      f"(zero-based) is no serialized GraphTensor of the {kind} schema (data/schemas/{kind}.pbtxt): garbage bytes, "
+      "another message or one missing the schema's features"])
+  with tf.control_dependencies([check]):
+    return tf.identity(examples)
+
+
 def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
   """The parsed examples' graph, its features checked to be finite and every graph to have an op."""
   featured = ("op", "config") if kind == "tile" else ("op", "node_config")
@@ -198,8 +223,8 @@ class ServingModule(tf.Module):
 
     self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
     self.score_examples = tf.function(
-        lambda examples: scores(checked_examples(
-            kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
+        lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
+            records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
     # Static shapes for XLA AOT, if asked: tile kernels as they are; layout graphs only as the host
     # prunes them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
