@@ -643,6 +643,10 @@ CASES = [
          r"--epochs must be at least 1"),
     Case("rank_top_negative", "rank", _flags("--model={export}", "--input={test_graph}", "--top=-1"),
          r"--top must be at least 1"),
+    Case("rank_num_candidates_of_an_npz", "rank", _flags("--model={export}", "--input={test_graph}",
+                                                         "--num_candidates=5"),
+         r"\.npz: an npz file carries its graph and configs; --kernels and --num_candidates are for an HLO module "
+         r"\(\.pb\)", after_training=True),
     Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet50,bogus", "--output_dir={case}/gen"),
          r"--architectures: unknown architecture\(s\) 'bogus'"),
     Case("convert_beam_unknown_pipeline_option", "convert_beam",
@@ -656,7 +660,7 @@ CASES = [
     Case("convert_file_name_with_spaces_and_non_ascii", "convert", prepare_convert_unusual_file_name,
          r"Converted 2 graphs", status=0),
     Case("rank_file_name_with_spaces_and_non_ascii", "rank", prepare_rank_unusual_file_name,
-         rf"tile:xla:{UNUSUAL_NAME}: \d+ configs, best first", status=0, after_training=True),
+         rf":{UNUSUAL_NAME}: \d+ configs, best first", status=0, after_training=True),
     Case("combine_test_file_name_kaggle_has_no_id_for", "combine_csvs", prepare_combine_unusual_test_file_name,
          rf"{UNUSUAL_NAME}\.npz: graph id '{UNUSUAL_NAME}' \(the file name\) cannot be in a Kaggle submission, whose "
          r"IDs are the release's file names \(printable ASCII, no spaces\); rename the file"),
