@@ -58,6 +58,7 @@ import tile_test_data
 
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
+from tpu_graphs.export import saved_model
 from tpu_graphs.hlo import featurize, fusion_kernels
 from tpu_graphs.train import losses, metrics, run_directory, scoring, tasks
 
@@ -530,6 +531,84 @@ def prepare_convert_graph_id_with_colon(workspace: Workspace, folder: pathlib.Pa
   return Call([f"--input_dir={folder / 'npz'}", f"--output_dir={folder / 'records'}"], check=check)
 
 
+UNUSUAL_NAME = "gräph with spaces, and a comma"  # any file name a file system allows, but ':'
+
+
+def prepare_convert_unusual_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  split_dir = _tile_dir(folder, "test")
+  shutil.copy(split_dir / "good.npz", split_dir / f"{UNUSUAL_NAME}.npz")
+
+  def check(completed):
+    assert len(list((folder / "records" / "tile" / "xla" / "test").glob("*.tfrecord.gz"))) >= 1
+
+  return Call([f"--input_dir={folder / 'npz'}", f"--output_dir={folder / 'records'}"], check=check)
+
+
+def prepare_rank_unusual_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  graph = folder / f"{UNUSUAL_NAME}.npz"
+  shutil.copy(sorted((workspace.npz_root / "tile/xla/test").glob("*.npz"))[0], graph)
+
+  def check(completed):
+    [ranked] = json.loads((folder / "best.json").read_text())
+    assert ranked["id"] == UNUSUAL_NAME
+
+  return Call([f"--model={workspace.run / 'export'}", f"--input={graph}", f"--json={folder / 'best.json'}"],
+              check=check)
+
+
+def prepare_combine_unusual_test_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A data root whose test graph's file name Kaggle has no ID for; predictions that rank it."""
+  split_dir = _tile_dir(folder, "test")
+  (split_dir / "good.npz").rename(split_dir / f"{UNUSUAL_NAME}.npz")
+  predictions = folder / "predictions.csv"
+  predictions.write_text(f'ID,TopConfigs\n"tile:xla:{UNUSUAL_NAME}",0;1;2;3;4\n')
+  old = _old_submission(folder)
+  return Call([f"--predictions={predictions}", f"--data_root={folder / 'npz'}", f"--output={old}"], kept=[old])
+
+
+def prepare_combine_runs_of_other_data(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """Runs whose predictions combine_csvs.py passes over: one of another data root, one without config.json."""
+  for name, config in (("elsewhere", {"experiment": {"data_root": "/data/another/npz"}}), ("bare", None)):
+    run = folder / "runs" / name
+    run.mkdir(parents=True)
+    shutil.copy(_predictions(workspace, folder), run / "predictions.csv")
+    if config is not None:
+      (run / "config.json").write_text(json.dumps(config))
+
+  def check(completed):
+    assert not (folder / "submission.csv").exists()
+
+  return Call([f"--runs_dir={folder / 'runs'}", f"--data_root={workspace.npz_root}",
+               f"--output={folder / 'submission.csv'}"], check=check)
+
+
+def prepare_rerun_with_a_compiled_library(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A finished run whose export/ the user compiled into native/ (as compile_native.py writes it,
+  recording the weights it compiled): a rerun exports again and must keep native/ as it is."""
+  run = _run_copy(workspace, folder)
+  native = run / "export" / "native"
+  native.mkdir()
+  (native / "libtpu_graphs_model.so").write_bytes(b"\x7fELF the library the user compiled")
+  (native / "buckets.json").write_text(json.dumps({"cpu": "x86-64", "weights": saved_model.weights_fingerprint(
+      run / "export")}))
+  return Call(_rerun_flags(workspace, run), kept=[native])
+
+
+def prepare_evaluate_split_nothing_measured(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A valid split whose graphs all have runtimes 0: labelled, yet nothing to compute metrics on."""
+  split_dir = folder / "npz" / "tile" / "xla" / "valid"
+  for index in range(2):
+    graph = tile_test_data.tile_graph(np.random.default_rng(index), f"unmeasured_{index}", "valid", 24)
+    npz.write_graph(split_dir / f"{graph.graph_id}.npz",
+                    dataclasses.replace(graph, config_runtime=np.zeros_like(graph.config_runtime)))
+
+  def check(completed):  # refused before converting or writing anything
+    assert not (folder / "eval").exists()
+
+  return Call([f"--run_dir={workspace.run}", f"--data_root={folder / 'npz'}", "--split=valid",
+               f"--out_dir={folder / 'eval'}"], check=check)
+
+
 CASES = [
     # Bad input files: refused naming the file, no hang on special files.
     Case("stats_fifo_named_npz", "stats", _stats_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)"),
@@ -549,11 +628,18 @@ CASES = [
     Case("evaluate_tile_run_as_layout", "evaluate",
          _flags("--collection=layout:xla:default", "--run_dir={run}", "--data_root={embedded}", "--out_dir={case}/eval"),
          r"trained a TileTask, which cannot score layout:xla:default graphs"),
+    Case("evaluate_labelled_split_with_nothing_measured", "evaluate", prepare_evaluate_split_nothing_measured,
+         r"valid: no graph of the valid split has a measured runtime \(every config_runtime is 0\), so there is "
+         r"nothing to evaluate against; for predictions only, put the files in a test/ folder and pass --split test"),
     Case("tiles_train_epochs_0", "tiles_train", _flags("--epochs=0", "--out_dir={case}/run"), r"--epochs must be at least 1"),
     Case("layout_train_epochs_0", "layout_train", _flags("--epochs=0", "--out_dir={case}/run"),
          r"--epochs must be at least 1"),
     Case("rank_top_negative", "rank", _flags("--model={export}", "--input={test_graph}", "--top=-1"),
          r"--top must be at least 1"),
+    Case("rank_num_candidates_of_an_npz", "rank", _flags("--model={export}", "--input={test_graph}",
+                                                         "--num_candidates=5"),
+         r"\.npz: an npz file carries its graph and configs; --kernels and --num_candidates are for an HLO module "
+         r"\(\.pb\)"),
     Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet50,bogus", "--output_dir={case}/gen"),
          r"--architectures: unknown architecture\(s\) 'bogus'"),
     Case("convert_beam_unknown_pipeline_option", "convert_beam",
@@ -561,7 +647,19 @@ CASES = [
          r"Beam pipeline options: unknown option\(s\) --direct_num_workerz"),
     Case("convert_empty_folder", "convert", prepare_convert_empty_folder, r"empty: no \.npz files below this folder"),
     Case("convert_graph_id_with_colon", "convert", prepare_convert_graph_id_with_colon,
-         r"a:b\.npz: graph id 'a:b' \(the file name\) cannot be part of a submission ID"),
+         r"a:b\.npz: graph id 'a:b' \(the file name\) cannot end the ID '<collection>:<graph id>' of its "
+         r"prediction rows, which is split at ':'; rename the file without ':'"),
+    # File names only a submission cannot take: converted and ranked, refused by what writes a submission.
+    Case("convert_file_name_with_spaces_and_non_ascii", "convert", prepare_convert_unusual_file_name,
+         r"Converted 2 graphs", status=0),
+    Case("rank_file_name_with_spaces_and_non_ascii", "rank", prepare_rank_unusual_file_name,
+         rf":{UNUSUAL_NAME}: \d+ configs, best first", status=0),
+    Case("combine_test_file_name_kaggle_has_no_id_for", "combine_csvs", prepare_combine_unusual_test_file_name,
+         rf"{UNUSUAL_NAME}\.npz: graph id '{UNUSUAL_NAME}' \(the file name\) cannot be in a Kaggle submission, whose "
+         r"IDs are the release's file names \(printable ASCII, no spaces\); rename the file"),
+    Case("combine_runs_trained_on_other_data", "combine_csvs", prepare_combine_runs_of_other_data,
+         r"runs: 2 predictions\.csv found, none of a run trained on .*: .*bare/predictions\.csv: no config\.json "
+         r"beside it records its data root; .*elsewhere/predictions\.csv: trained on .*another.*, not "),
     Case("download_unknown_collection", "download", _flags("--collections=tile:tpu", "--dest={case}/dest"),
          r"--collections: unknown collection 'tile:tpu'"),
     # Unusable output paths: a file where a folder should be, a special file, a full disk.
@@ -591,6 +689,8 @@ CASES = [
     Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
          r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'"),
     # Damaged run directories: resumed from what verifies, or refused naming the file and how to start over.
+    Case("tiles_train_rerun_keeps_the_library_compiled_from_its_export", "tiles_train",
+         prepare_rerun_with_a_compiled_library, r"resume: all 2 epoch\(s\) trained already", status=0),
     Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
          r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over"),
     Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",

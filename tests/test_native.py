@@ -3,7 +3,11 @@ libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's 
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
 SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
-library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once.
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. Built
+again with sanitizers (native_library.relink, g++), the libraries replay every input their fuzz
+targets found a problem with (native/fuzz/regressions/) under AddressSanitizer and
+UndefinedBehaviorSanitizer, and answer threads scoring different graphs and ranking a module at
+once as one thread under ThreadSanitizer.
 
 Under Bazel the ranker, the XLA AOT runtime archive and the compiled model libraries (the shared
 fixtures tile_library and layout_library, tests/shared_fixtures.py) are this test's data; run
@@ -11,8 +15,10 @@ directly, the test uses bazel-bin/ (bazel build //native:all //tests:all).
 """
 
 import json
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -25,7 +31,7 @@ import hang_guard
 import malformed_modules
 import sample_data
 import shared_fixtures
-from tpu_graphs.data import graphs, npz
+from tpu_graphs.data import graphs, locations, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.train import run_directory
@@ -38,6 +44,10 @@ REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
 TOP = 5
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
+FUZZ_DIR = native_library.NATIVE_SOURCES / "fuzz"
+# g++'s sanitizers, as native/sanitizers.bzl builds the native code with them.
+ADDRESS_SANITIZER = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+THREAD_SANITIZER = ["-fsanitize=thread"]
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +109,23 @@ def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
   exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
                             check=True).stdout.split()
   return linked, sorted(name for name in exported if name.startswith("tpu_graphs"))
+
+
+def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones(tile_export, tmp_path):
+  export_dir = tmp_path / "export"
+  shutil.copytree(tile_export, export_dir)
+  library = export_dir / "native" / native_library.LIBRARY_NAME
+  compiled = library.read_bytes()
+  assert native_library.compile_again_if_stale(export_dir) is None and library.read_bytes() == compiled
+  other = untrained.export_untrained("tile:xla", tmp_path / "other", seed=1, units=16, layers=2,
+                                     static_signatures=True)
+  for part in other.iterdir():  # an export of other weights, native/ carried over as saved_model.export keeps it
+    shutil.rmtree(export_dir / part.name) if (export_dir / part.name).is_dir() else (export_dir / part.name).unlink()
+    shutil.move(part, export_dir / part.name)
+  assert native_library.compile_again_if_stale(export_dir) == library
+  recorded = json.loads((export_dir / "native" / "buckets.json").read_text())
+  assert recorded["weights"] == saved_model.weights_fingerprint(export_dir) != saved_model.weights_fingerprint(tile_export)
+  assert library.read_bytes() != compiled
 
 
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
@@ -242,6 +269,24 @@ def test_bad_input_gets_an_error_naming_the_problem(tile_export, tmp_path, repla
     result = _rank(mode, tile_export, path, tmp_path / "best.json")
     assert (result.returncode, result.stdout) == (1, ""), result.stderr
     assert message in result.stderr and not (tmp_path / "best.json").exists()
+
+
+def test_a_module_given_as_an_npz_input_is_refused_saying_it_goes_to_hlo(tile_export, tmp_path):
+  path = tmp_path / "module.pb"
+  path.write_bytes(malformed_modules.module(malformed_modules.PARAMETER).SerializeToString())
+  result = _rank("aot", tile_export, path, tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {path}: not an npz file (a zip archive of .npy arrays); an XLA module or "
+                           f"tuning data (.pb) goes to --hlo={path}\n")
+
+
+def test_a_model_without_its_compiled_library_is_refused_with_the_command_that_compiles_it(tmp_path):
+  export_dir = untrained.export_untrained("tile:xla", tmp_path, units=8, layers=1)  # no native/
+  result = _rank("aot", export_dir, _tile_file(tmp_path), tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {export_dir}/native/libtpu_graphs_model.so: not found; compile the model "
+                           f"into it: python baselines/compile_native.py --model {export_dir} (after bazel build "
+                           "//native:all)\n")
 
 
 def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
@@ -420,6 +465,57 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
   called = subprocess.run([str(program), str(path), "10", "0", "3", "1"],
                           capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert called.stdout.startswith("status 2: not a serialized"), called
+
+
+def _sanitized_library(export_dir, tmp_path, sanitizer: list[str], featurizer_archive=None) -> pathlib.Path:
+  """The model compiled in export_dir/native linked again by g++ with `sanitizer`'s flags."""
+  return native_library.relink(export_dir / "native", native_builds.built("native/libxla_aot_runtime.a").parent,
+                               tmp_path / export_dir.name / native_library.LIBRARY_NAME, ["g++", "-O1", *sanitizer],
+                               featurizer_archive)
+
+
+def test_the_model_libraries_replay_what_their_fuzz_targets_found_without_a_finding(tile_export, layout_library,
+                                                                                    tmp_path):
+  replayed = 0
+  for target, export_dir in (("tile_library", tile_export), ("layout_library", layout_library)):
+    regressions = FUZZ_DIR / "regressions" / target
+    inputs = sorted(regressions.glob("*"))
+    if not inputs:
+      continue
+    library = _sanitized_library(export_dir, tmp_path, ADDRESS_SANITIZER)
+    program = tmp_path / f"{target}_replay"
+    subprocess.run(["g++", "-std=c++17", "-O1", *ADDRESS_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                    str(FUZZ_DIR / f"{target}_fuzzer.cc"), str(FUZZ_DIR / "replay_main.cc"), f"-L{library.parent}",
+                    "-ltpu_graphs_model", f"-Wl,-rpath,{library.parent}", "-o", str(program)],
+                   check=True, capture_output=True)
+    replay = subprocess.run([str(program), str(regressions)], capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0 and f"replayed {len(inputs)} inputs without a finding" in replay.stdout, \
+        replay.stderr[-4000:]
+    replayed += len(inputs)
+  if not replayed:
+    pytest.skip("no fuzz finding of a model library is kept in native/fuzz/regressions/")
+
+
+def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitizer(tile_export, layout_library, dumps,
+                                                                                  tmp_path):
+  program = tmp_path / "library_threads"
+  subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                  str(pathlib.Path(__file__).with_name("library_threads.cc")),
+                  str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
+                 check=True, capture_output=True)
+  featurizer = native_builds.built("native/libtpu_graphs_featurizer_tsan.a")
+  generated = locations.EMBEDDED_NPZ
+  tile_graphs = sorted((generated / "tile/xla/test").glob("*.npz"))[:6]  # 6 to 26 ops: buckets of 16 and 32
+  layout_graphs = sorted((generated / "layout/xla/default/test").glob("*.npz"))  # 350 to 3,047 ops
+  for export_dir, module, npz_files in ((tile_export, dumps["cnn"].after_optimizations, tile_graphs),
+                                      (layout_library, dumps["transformer_block"].before_optimizations,
+                                       layout_graphs)):
+    library = _sanitized_library(export_dir, tmp_path, THREAD_SANITIZER, featurizer)
+    called = subprocess.run([str(program), str(library), "4", "3", str(module), "20", *map(str, npz_files)],
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1"})
+    assert called.returncode == 0 and "ThreadSanitizer" not in called.stderr, called.stderr[-6000:]
+    assert called.stdout.startswith(f"{4 * 3 * (len(npz_files) + 1)} calls from 4 threads agreed"), called.stdout
 
 
 if __name__ == "__main__":

@@ -122,6 +122,9 @@ def _refusals() -> list:
       pytest.param(b"this is not a protocol buffer\n" * 20, "not a serialized", id="garbage"),
       pytest.param(bytes(range(256)) * 8, "not a serialized", id="binary_garbage"),
       pytest.param(b"", "the file is empty", id="empty_file"),
+      pytest.param(b"HloModule jit_f, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\nENTRY main {\n}\n",
+                   r"holds HLO text \(it starts with 'HloModule'\), not a serialized proto; pass the module as a "
+                   r"proto: XLA writes one per module with --xla_dump_hlo_as_proto", id="hlo_text_named_pb"),
   ]
 
 

@@ -190,5 +190,18 @@ def test_a_tile_run_its_split_cannot_batch_is_refused_before_anything_is_written
   assert not (tmp_path / "run").exists()  # so a retry with --batch_size 2 starts afresh, not "configured otherwise"
 
 
+@pytest.mark.parametrize("flag, message", [
+    ("--warmup_steps=-5", "--warmup_steps must be at least 0"),
+    ("--steps_per_epoch=-1", "--steps_per_epoch must be at least 0"),
+    ("--segment_size=-256", "--segment_size must be at least 0"),
+    ("--prune_hops=-2", "--prune_hops must be at least -1"),
+])
+def test_layout_training_refuses_a_negative_count_its_help_does_not_document(tmp_path, flag, message):
+  completed = _run(REPO / "baselines/layout_train.py", flag, f"--out_dir={tmp_path / 'run'}")
+  assert completed.returncode == 1 and message in completed.stderr and "Traceback" not in completed.stderr, \
+      completed.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -219,10 +219,9 @@ def tile_candidates(output_dims: Sequence[int], convolution_features: Optional[S
 def kernel_extents(kernel: hlo_pb2.HloModuleProto) -> tuple[tuple, Optional[tuple]]:
   """What a kernel module's tile sizes divide: the dims of its (first) result, and for a fused
   convolution of the result's rank its (input, output) feature counts, else None. The kernel is
-  well formed (module_check.check_module): its entry computation is named by id or name."""
+  well formed (module_check.check_module): its entry_computation_id names a computation."""
   by_id = {i.id: i for c in kernel.computations for i in c.instructions}
-  entry = next((c for c in kernel.computations if c.id == kernel.entry_computation_id), None) or next(
-      c for c in kernel.computations if c.name == kernel.entry_computation_name)
+  entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)
   root = by_id[entry.root_id]
   shape = root.shape.tuple_shapes[0] if root.shape.tuple_shapes else root.shape
   fused = [i for c in kernel.computations if c.id != entry.id for i in c.instructions]

@@ -15,6 +15,9 @@ from tpu_graphs.data import graphs
 from tpu_graphs.data import storage
 from tpu_graphs.hlo import tuning_pb2
 
+# HLO text (HloModule::ToString, XLA's *.txt dumps) starts so: no proto, refused as such.
+_HLO_TEXT_START = b"HloModule "
+
 HloProto = Union[hlo_pb2.HloModuleProto, tuning_pb2.ModuleTuningData, tuning_pb2.TuningData]
 
 
@@ -51,6 +54,10 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
   """
   if not data:
     raise graphs.GraphFileError(source, "the file is empty")
+  if data.lstrip().startswith(_HLO_TEXT_START):
+    raise graphs.GraphFileError(source, "holds HLO text (it starts with 'HloModule'), not a serialized proto; pass "
+                                "the module as a proto: XLA writes one per module with --xla_dump_hlo_as_proto "
+                                "(*.hlo.pb)")
   for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto, hlo_pb2.HloProto):
     try:
       parsed = kind.FromString(data)

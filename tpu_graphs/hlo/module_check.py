@@ -65,10 +65,9 @@ def check_module(module: hlo_pb2.HloModuleProto, source: str) -> None:
   if not any(c.instructions for c in module.computations):
     refuse("the module has no instructions")
   computations = {c.id: c for c in module.computations}
-  if module.entry_computation_id not in computations and \
-      module.entry_computation_name not in {c.name for c in module.computations}:
-    refuse(f"has no entry computation (entry id {module.entry_computation_id}, name "
-           f"{module.entry_computation_name!r} name none of its {len(computations)} computations)")
+  if module.entry_computation_id not in computations:  # XLA finds the entry by id alone, and refuses the module
+    refuse(f"has no entry computation (entry_computation_id {module.entry_computation_id} names none of its "
+           f"{len(computations)} computations, as XLA requires)")
   computation_of = {}
   for computation in module.computations:
     for instruction in computation.instructions:
