@@ -10,11 +10,14 @@ for each collection and every run it passed over, with the reason. Nothing is wr
 test graph of --data_root has exactly one well-formed row.
 """
 
+import pathlib
+
 from absl import flags
 
 from baselines import program
-from tpu_graphs.data import graphs, locations
+from tpu_graphs.data import errors, graphs, locations
 from tpu_graphs.export import submission
+from tpu_graphs.train import run_experiment
 
 _RUNS_DIR = flags.DEFINE_string("runs_dir", "runs", "Run directories to take the newest predictions from.")
 _PREDICTIONS = flags.DEFINE_list("predictions", None, "Explicit prediction CSVs (instead of --runs_dir).")
@@ -29,9 +32,17 @@ def main(argv):
   if _PREDICTIONS.value:
     files = _PREDICTIONS.value
   else:
+    if not pathlib.Path(_RUNS_DIR.value).is_dir():
+      raise errors.InputError(f"{_RUNS_DIR.value}: no such folder; pass --runs_dir=<the folder of your runs> or "
+                              "--predictions")
     trained_here, passed_over = submission.runs_trained_on(_RUNS_DIR.value, _DATA_ROOT.value)
     for line in passed_over:
       print(f"passed over {line}")
+    if not trained_here:
+      found = (f"{len(passed_over)} predictions.csv found, none of a run trained on "
+               f"{run_experiment.data_root_name(_DATA_ROOT.value)}: {'; '.join(passed_over)}" if passed_over else
+               "no predictions.csv below it; train a model per collection there (or pass --predictions)")
+      raise errors.InputError(f"{_RUNS_DIR.value}: {found}")
     newest = submission.newest_prediction_files(_RUNS_DIR.value, trained_here)
     for collection in graphs.COLLECTIONS:
       print(f"{collection:20s} {newest.get(collection, f'(no run under {_RUNS_DIR.value} trained on this data root)')}")

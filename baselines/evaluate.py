@@ -18,7 +18,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 from absl import flags
 import tensorflow as tf
 
-from tpu_graphs.data import convert, errors, graphs, locations, predictions, storage
+from tpu_graphs.data import convert, errors, graphs, locations, npz, predictions, storage
 from tpu_graphs.train import experiments, run_directory, run_experiment, scoring, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", None, list(graphs.COLLECTIONS),
@@ -33,6 +33,16 @@ _DATA_ROOT = flags.DEFINE_string("data_root", None, "A TpuGraphs npz tree holdin
 _SPLIT = flags.DEFINE_enum("split", "valid", graphs.SPLITS, "Which split to score.")
 _OUT_DIR = flags.DEFINE_string("out_dir", None, "Where results go; default the run directory.")
 program.require_at_least(1, _CONFIGS_PER_CHUNK)
+
+
+def _refuse_unmeasured(split_dir: pathlib.Path) -> None:
+  """Raises InputError, before anything is written, where no graph of a labelled split has a
+  measured runtime: there would be no metric to compute."""
+  files = sorted(split_dir.glob("*.npz"))
+  if files and not any((npz.read_array(path, "config_runtime") > 0).any() for path in files):
+    raise errors.InputError(f"{split_dir}: no graph of the {split_dir.name} split has a measured runtime (every "
+                            "config_runtime is 0), so there is nothing to evaluate against; for predictions only, "
+                            "put the files in a test/ folder and pass --split test")
 
 
 def main(argv):
@@ -53,6 +63,9 @@ def main(argv):
   if run_config.get("task", task_class.__name__) != task_class.__name__:
     raise errors.InputError(f"{run_dir}: trained a {run_config['task']}, which cannot score {collection} "
                             f"graphs; pass the --collection it was trained on")
+  labelled = _SPLIT.value != "test"
+  if labelled:
+    _refuse_unmeasured(split_dir)
   print(f"{run_dir}: {collection}, {_SPLIT.value} split of {data_root}", flush=True)
   task = task_class(**run_config.get("task_settings", {}))  # reads the graphs as the run did (e.g. pruned)
   out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,11 +77,14 @@ def main(argv):
   eval_batch_size = run_config.get("eval_batch_size", trainer.TrainingConfig.eval_batch_size)
   scored = scoring.score_records(task, scorer, records_dir, batch_size=eval_batch_size)
   predictions.write_predictions(out_dir / f"predictions_{_SPLIT.value}.csv", scoring.ranked_predictions(task, scored))
-  if all(runtimes.min() > 0 for runtimes, _ in scored.values()):
+  if labelled or all(runtimes.min() > 0 for runtimes, _ in scored.values()):
     result = scoring.evaluate(task, scored)
     with storage.atomic_path(out_dir / f"metrics_{_SPLIT.value}.json") as temporary:
       temporary.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     print(json.dumps(result["mean"], indent=1))
+    if result["unmeasured"]:
+      print(f"{len(result['unmeasured'])} graph(s) have no measured runtime (all 0) and are left out of the metrics: "
+            f"{', '.join(result['unmeasured'])}")
   else:
     print(f"{_SPLIT.value}: no measured runtimes; predictions only")
   print(f"wrote {out_dir}")

@@ -20,7 +20,7 @@ from absl import flags
 
 from baselines import program
 from tpu_graphs.data import npz
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import featurize
 
 _INPUT = flags.DEFINE_string("input", None, "A .pb file: ModuleTuningData, TuningData, HloModuleProto or HloProto.")
@@ -36,7 +36,7 @@ program.require_at_least(0, _SEED)
 
 def main(argv):
   del argv
-  proto = featurize.read_hlo_file(_INPUT.value)
+  proto = hlo_input.read_hlo_file(_INPUT.value)
   if _NUM_CANDIDATES.value is None:
     featurized = featurize.graphs_of_proto(proto, _KERNELS.value, _INPUT.value)
   else:

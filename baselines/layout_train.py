@@ -70,28 +70,23 @@ flags.register_validator("config_encodings",
                          lambda names: names is None or set(names) <= set(layout_model.CONFIG_ENCODINGS),
                          f"config encodings must be among {', '.join(layout_model.CONFIG_ENCODINGS)}")
 program.require_at_least(1, _CONFIGS_PER_CHUNK, _CONFIG_UNITS)
-program.require_at_least(0, _CONTEXT_LAYERS)
-
-
-def _zero_or_negative_is_none(value: int):
-  return value if value > 0 else None
+program.require_at_least(0, _STEPS_PER_EPOCH, _WARMUP_STEPS, _SEGMENT_SIZE, _CONTEXT_LAYERS)
+program.require_at_least(-1, _PRUNE_HOPS)
 
 
 def main(argv):
   del argv
   training = training_flags.given({"steps_per_epoch": _STEPS_PER_EPOCH, "learning_rate_schedule": _SCHEDULE,
                                    "warmup_steps": _WARMUP_STEPS})
-  if "steps_per_epoch" in training:
-    training["steps_per_epoch"] = _zero_or_negative_is_none(training["steps_per_epoch"])
+  if training.get("steps_per_epoch") == 0:
+    training["steps_per_epoch"] = None
   model = training_flags.given({"configs_per_chunk": _CONFIGS_PER_CHUNK, "prune_hops": _PRUNE_HOPS, "dedup": _DEDUP,
                                 "normalize": _NORMALIZE, "segment_size": _SEGMENT_SIZE, "graph_norm": _GRAPH_NORM,
                                 "graph_norm_scale": _GRAPH_NORM_SCALE,
                                 "context_layers": _CONTEXT_LAYERS, "config_units": _CONFIG_UNITS,
                                 "config_encodings": _CONFIG_ENCODINGS})
-  if "prune_hops" in model and model["prune_hops"] < 0:
+  if model.get("prune_hops") == -1:
     model["prune_hops"] = None
-  if "segment_size" in model:
-    model["segment_size"] = max(model["segment_size"], 0)
   if "config_encodings" in model:
     model["config_encodings"] = tuple(model["config_encodings"])
   training_flags.train(f"layout:{_SOURCE.value}:{_SEARCH.value}", "layout",

@@ -33,7 +33,7 @@ import numpy as np
 from baselines import program
 from tpu_graphs.data import graphs, npz, storage
 from tpu_graphs.export import ranker
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import tuning_pb2
@@ -61,7 +61,7 @@ def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list]:
       raise graphs.GraphFileError(path, "an npz file carries its graph and configs; --kernels and --num_candidates "
                                   "are for an HLO module (.pb)")
     return [npz.read_graph(path, stream_configs=True)], [None]
-  proto = featurize.read_hlo_file(path)
+  proto = hlo_input.read_hlo_file(path)
   if _NUM_CANDIDATES.value is None:
     found = featurize.graphs_of_proto(proto, _KERNELS.value, path)
     for graph in found:

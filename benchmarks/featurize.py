@@ -17,7 +17,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 
 from benchmarks import benchmark_results
 from tpu_graphs.data import errors, locations
-from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import featurize, hlo_input
 
 _INPUT = flags.DEFINE_string(
     "input", str(locations.sample_dir() / "pb" / "official_testdata" / "module_tuning_data_layout.pb"),
@@ -41,9 +41,9 @@ def main(argv):
   if not path.exists():
     raise errors.InputError(locations.missing_sample(path) + "; or pass --input=<a ModuleTuningData .pb>")
   data = path.read_bytes()
-  tuning = featurize.parse_hlo_proto(data, str(path))
+  tuning = hlo_input.parse_hlo_proto(data, str(path))
   num_nodes = featurize.module_features(tuning.module).num_nodes
-  parse = best_seconds(lambda: featurize.parse_hlo_proto(data, str(path)), _REPEATS.value)
+  parse = best_seconds(lambda: hlo_input.parse_hlo_proto(data, str(path)), _REPEATS.value)
   nodes = best_seconds(lambda: featurize.module_features(tuning.module), _REPEATS.value)
   graph = best_seconds(lambda: featurize.layout_graph(tuning), _REPEATS.value)
   table = [f"| step | best of {_REPEATS.value} | nodes/s |", "|---|---:|---:|",

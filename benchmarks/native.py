@@ -97,13 +97,13 @@ def python_module_call(model: str, path: str, kernels: bool, calls: int) -> dict
   import numpy as np
   from tpu_graphs.data import graphs
   from tpu_graphs.export import ranker
-  from tpu_graphs.hlo import candidates, descriptions, featurize, tuning_pb2
+  from tpu_graphs.hlo import candidates, descriptions, hlo_input, tuning_pb2
   data = pathlib.Path(path).read_bytes()
   model_ranker = ranker.Ranker(model)
   count = MODULE_CANDIDATES["tile" if kernels else "layout"]
 
   def featurized():
-    proto = featurize.parse_hlo_proto(data, path)
+    proto = hlo_input.parse_hlo_proto(data, path)
     return proto, candidates.candidate_graphs(proto, count, kernels, 0, path)
 
   def whole_call():
@@ -239,7 +239,7 @@ def measure_module_way(way: str, model: pathlib.Path, path: pathlib.Path, kernel
 def measure_module(temporary: pathlib.Path) -> None:
   """Measures module calls both ways and writes --module_out."""
   from tpu_graphs.export import native_library
-  from tpu_graphs.hlo import featurize, xla_dumps
+  from tpu_graphs.hlo import featurize, hlo_input, xla_dumps
   dump = xla_dumps.dump_programs(["transformer_block"], temporary / "dumps")["transformer_block"]
   layout_proto = locations.sample_path("pb/official_testdata/module_tuning_data_layout.pb")
   cpu = "x86-64-v3"
@@ -256,7 +256,7 @@ def measure_module(temporary: pathlib.Path) -> None:
   rows = ["| module | graphs (ops, configs each) | model | way | featurize | whole call (bytes to top 5) | vs Python "
           "| peak RSS |", "|---|---|---|---|---:|---:|---:|---:|"]
   for name, path, kind, kernels in inputs:
-    proto = featurize.read_hlo_file(path)
+    proto = hlo_input.read_hlo_file(path)
     found = featurize.graphs_of_proto(proto, kernels)
     sizes = (f"{found[0].node_feat.shape[0]:,} ops, {len(found[0].node_config_ids)} configurable, "
              f"{MODULE_CANDIDATES[kind]} candidates" if kind == "layout" else

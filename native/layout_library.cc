@@ -22,6 +22,7 @@
 
 namespace {
 
+using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::CpuCanRun;
 using tpu_graphs_library::Fail;
@@ -48,6 +49,17 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
                 "node_config_ids is empty: no node is configurable, so the configs cannot differ and there is "
                 "nothing to rank");
   }
+  // node_config_feat [num_configs][num_configurable][18]: each count against the bytes it multiplies.
+  const int64_t config_row_bytes = sizeof(float) * kLayoutValues;
+  int length = CheckArrayLength("node_feat", num_nodes, sizeof(float) * kNodeFeatures, message, message_size);
+  if (length == TPU_GRAPHS_OK) length = CheckArrayLength("edge_index", num_edges, 2 * sizeof(int64_t), message, message_size);
+  if (length == TPU_GRAPHS_OK) {
+    length = CheckArrayLength("node_config_feat", num_configurable, config_row_bytes, message, message_size);
+  }
+  if (length == TPU_GRAPHS_OK) {
+    length = CheckArrayLength("node_config_feat", num_configs, config_row_bytes * num_configurable, message, message_size);
+  }
+  if (length != TPU_GRAPHS_OK) return length;
   if (node_feat == nullptr || node_opcode == nullptr || node_config_ids == nullptr ||
       (num_edges > 0 && edge_index == nullptr) ||
       (num_configs > 0 && (node_config_feat == nullptr || scores == nullptr))) {

@@ -35,6 +35,18 @@ inline bool CpuCanRun() {
 #endif
 }
 
+// Refuses a count of rows of `row_bytes` bytes that no array holds (more than PTRDIFF_MAX bytes): a
+// caller's bug (an uninitialized or negative size read as unsigned), refused before any size is
+// multiplied out or any array read. `name` names the array.
+inline int CheckArrayLength(const char* name, int64_t rows, int64_t row_bytes, char* message, size_t message_size) {
+  if (rows > PTRDIFF_MAX / row_bytes) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size,
+                "%s would hold %lld rows of %lld bytes, more than any array holds: a count is wrong", name,
+                static_cast<long long>(rows), static_cast<long long>(row_bytes));
+  }
+  return TPU_GRAPHS_OK;
+}
+
 // The index of the first non-finite value of values[0, count), or -1.
 inline int64_t FirstNonFinite(const float* values, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {

@@ -17,6 +17,7 @@
 
 namespace {
 
+using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::CpuCanRun;
 using tpu_graphs_library::Fail;
@@ -36,6 +37,12 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "num_edges (%lld) and num_configs (%lld) must be >= 0",
                 static_cast<long long>(num_edges), static_cast<long long>(num_configs));
   }
+  int length = CheckArrayLength("node_feat", num_nodes, sizeof(float) * kNodeFeatures, message, message_size);
+  if (length == TPU_GRAPHS_OK) length = CheckArrayLength("edge_index", num_edges, 2 * sizeof(int64_t), message, message_size);
+  if (length == TPU_GRAPHS_OK) {
+    length = CheckArrayLength("config_feat", num_configs, sizeof(float) * kConfigFeatures, message, message_size);
+  }
+  if (length != TPU_GRAPHS_OK) return length;
   if (node_feat == nullptr || node_opcode == nullptr || (num_edges > 0 && edge_index == nullptr) ||
       (num_configs > 0 && (config_feat == nullptr || scores == nullptr))) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, message, message_size, "a null array with a positive count");

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -52,11 +53,38 @@ void ToCOrder(Array& array) {
   }
 }
 
+// The dimensions of a .npy header's shape, "(3163, 140)", "(5,)" or "()"; NpzError unless each is
+// a non-negative integer.
+std::vector<int64_t> ParseShape(const std::string& where, const std::string& shape) {
+  const NpzError refused(where + "shape '" + shape + "' in the .npy header is no tuple of sizes");
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')') throw refused;
+  std::vector<std::string> items{""};  // between the commas, spaces dropped
+  for (size_t i = 1; i + 1 < shape.size(); ++i) {
+    if (shape[i] == ',') {
+      items.emplace_back();
+    } else if (shape[i] != ' ') {
+      if (shape[i] < '0' || shape[i] > '9' || items.back().size() == 18) throw refused;  // 18 digits: < 2^63
+      items.back() += shape[i];
+    }
+  }
+  if (items.size() > 1 && items.back().empty()) items.pop_back();  // "(5,)"
+  if (items.size() == 1 && items[0].empty()) return {};             // "()"
+  std::vector<int64_t> dimensions;
+  for (const std::string& item : items) {
+    if (item.empty()) throw refused;
+    dimensions.push_back(std::stoll(item));
+  }
+  return dimensions;
+}
+
 // A .npy member: "\x93NUMPY", version, header length, a Python dict literal, the values.
-Array ParseNpy(const std::string& path, const std::string& name, const std::vector<char>& bytes) {
+Array ParseNpy(const std::string& path, const std::string& name, const std::string& bytes) {
   const std::string where = path + ": " + name + ": ";
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) throw NpzError(where + "not a .npy array");
   const int major = bytes[6];
+  if (major < 1 || major > 3 || (major > 1 && bytes.size() < 12)) {
+    throw NpzError(where + ".npy format version " + std::to_string(major) + " (only 1, 2 and 3)");
+  }
   const size_t length = major == 1 ? Read16(&bytes[8]) : Read32(&bytes[8]);
   const size_t offset = major == 1 ? 10 : 12;
   if (offset + length > bytes.size()) throw NpzError(where + ".npy header runs past the member's end");
@@ -68,25 +96,29 @@ Array ParseNpy(const std::string& path, const std::string& name, const std::vect
   const std::string order = Field(header, "fortran_order");
   if (order != "False," && order != "True,") throw NpzError(where + "no fortran_order in the .npy header");
   const std::string shape = Field(header, "shape");
-  for (size_t i = 1; i < shape.size();) {
-    const size_t end = shape.find_first_of(",)", i);
-    if (end == std::string::npos || end == i) break;
-    array.shape.push_back(std::stoll(shape.substr(i, end - i)));
-    i = shape.find_first_not_of(", ", end + 1);
-    if (i == std::string::npos || shape[i] == ')') break;
+  array.shape = ParseShape(where, shape);
+  const size_t held = bytes.size() - offset - length;
+  size_t expected = ValueSize(array.dtype);
+  for (const int64_t dimension : array.shape) {
+    if (__builtin_mul_overflow(expected, static_cast<size_t>(dimension), &expected)) expected = SIZE_MAX;
   }
-  const size_t expected = static_cast<size_t>(array.size()) * ValueSize(array.dtype);
-  if (bytes.size() - offset - length != expected) {
-    throw NpzError(where + "holds " + std::to_string(bytes.size() - offset - length) + " bytes of values; its shape " +
-                   shape + " needs " + std::to_string(expected));
+  if (held != expected) {
+    throw NpzError(where + "holds " + std::to_string(held) + " bytes of values; its shape " + shape + " needs " +
+                   (expected == SIZE_MAX ? "more than any file holds" : std::to_string(expected)));
   }
   array.data.assign(bytes.begin() + static_cast<long>(offset + length), bytes.end());
   if (order == "True,") ToCOrder(array);
   return array;
 }
 
-std::vector<char> Inflate(const std::string& where, const char* data, size_t size, size_t expected) {
-  std::vector<char> out(expected);
+std::string Inflate(const std::string& where, const char* data, size_t size, size_t expected) {
+  // Deflate expands at most 1032:1 (zlib's limit): a member declaring more is damaged, refused
+  // before its size is allocated.
+  if (expected / 1032 > size + 1) {
+    throw NpzError(where + "declares " + std::to_string(expected) + " bytes deflated into " + std::to_string(size) +
+                   ", more than deflate expands to (the file is damaged)");
+  }
+  std::string out(expected, '\0');
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw NpzError(where + "zlib could not start");
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
@@ -111,7 +143,11 @@ int64_t Array::size() const {
 std::map<std::string, Array> ReadNpz(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw NpzError(path + ": cannot open the file");
-  const std::vector<char> zip((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string zip((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return ParseNpz(zip, path);
+}
+
+std::vector<std::pair<std::string, std::string>> ZipMembers(std::string_view zip, const std::string& path) {
   // The end of central directory record: 22 bytes plus a comment of up to 64 KiB, at the end.
   size_t end = std::string::npos;
   for (size_t i = zip.size() >= 22 ? zip.size() - 22 : 0; zip.size() >= 22; --i) {
@@ -122,10 +158,10 @@ std::map<std::string, Array> ReadNpz(const std::string& path) {
     if (i == 0 || zip.size() - i > 22 + 65535) break;
   }
   if (end == std::string::npos) throw NpzError(path + ": not a zip archive (no end of central directory)");
-  const size_t members = Read16(&zip[end + 10]);
+  const size_t count = Read16(&zip[end + 10]);
   size_t entry = Read32(&zip[end + 16]);
-  std::map<std::string, Array> arrays;
-  for (size_t m = 0; m < members; ++m) {
+  std::vector<std::pair<std::string, std::string>> members;
+  for (size_t m = 0; m < count; ++m) {
     if (entry + 46 > zip.size() || Read32(&zip[entry]) != 0x02014b50) throw NpzError(path + ": truncated central directory");
     const uint16_t method = Read16(&zip[entry + 10]);
     const uint32_t crc = Read32(&zip[entry + 16]);
@@ -133,6 +169,7 @@ std::map<std::string, Array> ReadNpz(const std::string& path) {
     const size_t name_length = Read16(&zip[entry + 28]);
     const size_t extra = Read16(&zip[entry + 30]), comment = Read16(&zip[entry + 32]);
     const size_t local = Read32(&zip[entry + 42]);
+    if (entry + 46 + name_length + extra + comment > zip.size()) throw NpzError(path + ": truncated central directory");
     const std::string name(&zip[entry + 46], name_length);
     const std::string where = path + ": " + name + ": ";
     if (packed == 0xffffffff || unpacked == 0xffffffff || local == 0xffffffff) {
@@ -141,10 +178,10 @@ std::map<std::string, Array> ReadNpz(const std::string& path) {
     if (local + 30 > zip.size() || Read32(&zip[local]) != 0x04034b50) throw NpzError(where + "bad local header");
     const size_t data = local + 30 + Read16(&zip[local + 26]) + Read16(&zip[local + 28]);
     if (data + packed > zip.size()) throw NpzError(where + "member runs past the end of the file (truncated?)");
-    std::vector<char> bytes;
+    std::string bytes;
     if (method == 0) {
       if (packed != unpacked) throw NpzError(where + "stored member with two sizes");
-      bytes.assign(zip.begin() + static_cast<long>(data), zip.begin() + static_cast<long>(data + packed));
+      bytes.assign(&zip[data], packed);
     } else if (method == 8) {
       bytes = Inflate(where, &zip[data], packed, unpacked);
     } else {
@@ -153,10 +190,18 @@ std::map<std::string, Array> ReadNpz(const std::string& path) {
     if (crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())) != crc) {
       throw NpzError(where + "CRC mismatch (the file is damaged)");
     }
+    members.emplace_back(name, std::move(bytes));
+    entry += 46 + name_length + extra + comment;
+  }
+  return members;
+}
+
+std::map<std::string, Array> ParseNpz(std::string_view zip, const std::string& path) {
+  std::map<std::string, Array> arrays;
+  for (const auto& [name, bytes] : ZipMembers(zip, path)) {
     const std::string array_name = name.size() > 4 && name.substr(name.size() - 4) == ".npy"
                                        ? name.substr(0, name.size() - 4) : name;
     arrays[array_name] = ParseNpy(path, name, bytes);
-    entry += 46 + name_length + extra + comment;
   }
   return arrays;
 }

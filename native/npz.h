@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tpu_graphs {
@@ -30,6 +32,13 @@ struct Array {
 
 // Every array of the file by name (without ".npy"). Throws NpzError naming the file and the problem.
 std::map<std::string, Array> ReadNpz(const std::string& path);
+
+// Every array of an npz file's bytes; errors name `source` (the file) as ReadNpz's do.
+std::map<std::string, Array> ParseNpz(std::string_view zip, const std::string& source);
+
+// The members of a zip archive's bytes (name, unpacked bytes), in the order of its central
+// directory, CRCs checked; NpzError naming `source` where it is no such archive.
+std::vector<std::pair<std::string, std::string>> ZipMembers(std::string_view zip, const std::string& source);
 
 }  // namespace tpu_graphs
 

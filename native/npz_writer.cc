@@ -32,13 +32,11 @@ void Little(std::string& out, uint64_t value, int bytes) {
 
 }  // namespace
 
-void WriteNpz(const std::string& path, const std::vector<std::pair<std::string, Array>>& arrays) {
+std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& members) {
   std::string archive, directory;
-  for (const auto& [array_name, array] : arrays) {
-    const std::string name = array_name + ".npy";
-    const std::string member = NpyBytes(array);
+  for (const auto& [name, member] : members) {
     if (member.size() >= 0xffffffffu || archive.size() >= 0xffffffffu) {
-      throw std::runtime_error(path + ": an array over 4 GiB, which this writer does not write");
+      throw std::runtime_error("a member over 4 GiB, which this writer does not write");
     }
     const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(member.data()), static_cast<uInt>(member.size()));
     std::string common;  // version needed, flags, method 0 (stored), time, date, crc, sizes, name length
@@ -69,15 +67,27 @@ void WriteNpz(const std::string& path, const std::vector<std::pair<std::string, 
   std::string end;
   Little(end, 0x06054b50, 4);
   Little(end, 0, 4);  // disks
-  Little(end, arrays.size(), 2);
-  Little(end, arrays.size(), 2);
+  Little(end, members.size(), 2);
+  Little(end, members.size(), 2);
   Little(end, directory.size(), 4);
   Little(end, archive.size(), 4);
   Little(end, 0, 2);
+  return archive + directory + end;
+}
+
+void WriteNpz(const std::string& path, const std::vector<std::pair<std::string, Array>>& arrays) {
+  std::vector<std::pair<std::string, std::string>> members;
+  for (const auto& [name, array] : arrays) members.emplace_back(name + ".npy", NpyBytes(array));
+  std::string zip;
+  try {
+    zip = StoredZip(members);
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error(path + ": an array over 4 GiB, which this writer does not write");
+  }
   const std::string temporary = path + ".tmp";
   {
     std::ofstream file(temporary, std::ios::binary);
-    file << archive << directory << end;
+    file << zip;
     if (!file) throw std::runtime_error(path + ": cannot write the file");
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": cannot write the file");

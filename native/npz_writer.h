@@ -15,6 +15,10 @@ namespace tpu_graphs {
 // cannot be written.
 void WriteNpz(const std::string& path, const std::vector<std::pair<std::string, Array>>& arrays);
 
+// The bytes of a zip archive of `members` (name, bytes), stored uncompressed, in their order.
+// Throws std::runtime_error for a member or archive over 4 GiB (zip64, which it does not write).
+std::string StoredZip(const std::vector<std::pair<std::string, std::string>>& members);
+
 }  // namespace tpu_graphs
 
 #endif  // TPU_GRAPHS_NATIVE_NPZ_WRITER_H_

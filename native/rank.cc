@@ -114,8 +114,21 @@ GraphFile CheckedGraph(const std::string& path, std::map<std::string, Array> arr
   return graph;
 }
 
+// The file's arrays; an error saying where a module or tuning data goes for a file that is no zip archive.
+std::map<std::string, Array> ReadNpzInput(const std::string& path) {
+  try {
+    return ReadNpz(path);
+  } catch (const NpzError&) {
+    std::ifstream file(path, std::ios::binary);
+    char magic[2] = {};
+    if (file.read(magic, 2) && std::memcmp(magic, "PK", 2) == 0) throw;
+    throw NpzError(path + ": not an npz file (a zip archive of .npy arrays); an XLA module or tuning data (.pb) "
+                   "goes to --hlo=" + path);
+  }
+}
+
 GraphFile ReadGraph(const std::string& path) {
-  GraphFile graph = CheckedGraph(path, ReadNpz(path));
+  GraphFile graph = CheckedGraph(path, ReadNpzInput(path));
   const size_t slash = path.rfind('/');
   graph.id = path.substr(slash == std::string::npos ? 0 : slash + 1);
   graph.id = graph.id.substr(0, graph.id.rfind('.'));
@@ -136,9 +149,11 @@ GraphFile FileOfGraph(const Graph& graph) {
 // Scores of a graph's configs in config order; lower = predicted faster.
 using FileScorer = std::function<std::vector<float>(const GraphFile&)>;
 
-void* OpenLibrary(const std::string& path) {
+// dlopen of `path`; `missing` says what to do where there is no such file.
+void* OpenLibrary(const std::string& path, const std::string& missing = "") {
+  if (access(path.c_str(), F_OK) != 0) throw std::runtime_error(path + ": not found" + missing);
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) throw std::runtime_error(std::string("cannot load ") + path + ": " + dlerror());
+  if (library == nullptr) throw std::runtime_error(dlerror());  // "<path>: <why>"
   return library;
 }
 
@@ -150,8 +165,8 @@ struct ModelLibrary {
   decltype(&tpu_graphs_free_module_ranking) free_module_ranking;
 };
 
-ModelLibrary LoadModelLibrary(const std::string& path) {
-  void* library = OpenLibrary(path);
+ModelLibrary LoadModelLibrary(const std::string& path, const std::string& missing) {
+  void* library = OpenLibrary(path, missing);
   ModelLibrary functions{
       reinterpret_cast<decltype(&tpu_graphs_score_tile)>(dlsym(library, "tpu_graphs_score_tile")),
       reinterpret_cast<decltype(&tpu_graphs_score_layout)>(dlsym(library, "tpu_graphs_score_layout")),
@@ -353,10 +368,13 @@ int Main(int argc, char** argv) {
   }
   const std::string model = FromCallerDirectory(flags["model"]);
   const bool aot = flags["mode"] == "aot";
-  const ModelLibrary library = aot ? LoadModelLibrary(flags["library"].empty()
-                                                          ? model + "/native/libtpu_graphs_model.so"
-                                                          : FromCallerDirectory(flags["library"]))
-                                   : ModelLibrary{};
+  const ModelLibrary library =
+      !aot ? ModelLibrary{}
+      : flags["library"].empty()
+          ? LoadModelLibrary(model + "/native/libtpu_graphs_model.so",
+                             "; compile the model into it: python baselines/compile_native.py --model " + model +
+                                 " (after bazel build //native:all)")
+          : LoadModelLibrary(FromCallerDirectory(flags["library"]), "");
   const FileScorer score = aot ? AotScorer(library)
                                : CapiScorer(flags["tensorflow_library"].empty()
                                                 ? DefaultTensorflowLibrary()

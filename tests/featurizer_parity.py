@@ -6,15 +6,17 @@ import subprocess
 
 import numpy as np
 
-import native_builds
+import bazel_outputs
+import hang_guard
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import candidates, featurize
+from tpu_graphs.hlo import candidates, featurize, hlo_input
 
 
 def native_graphs(path: pathlib.Path, output_dir: pathlib.Path, *flags: str) -> dict[str, dict[str, np.ndarray]]:
   """graph id -> arrays of the npz files //native:featurize writes for `path`."""
-  completed = subprocess.run([str(native_builds.built("native/featurize")), f"--input={path}",
-                              f"--output_dir={output_dir}", *flags], capture_output=True, text=True, timeout=300)
+  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+                              f"--output_dir={output_dir}", *flags],
+                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert completed.returncode == 0, completed.stderr
   written = {}
   for line in completed.stdout.splitlines():
@@ -25,7 +27,7 @@ def native_graphs(path: pathlib.Path, output_dir: pathlib.Path, *flags: str) -> 
 
 def python_graphs(path: pathlib.Path, *flags: str) -> dict[str, dict[str, np.ndarray]]:
   """graph id -> arrays the Python featurizer gives for `path` under the same flags."""
-  proto = featurize.read_hlo_file(path)
+  proto = hlo_input.read_hlo_file(path)
   kernels = "--kernels" in flags
   asked = dict(flag[2:].split("=") for flag in flags if "=" in flag)
   if "num_candidates" in asked:

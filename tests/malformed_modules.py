@@ -10,10 +10,11 @@ from tensorflow.compiler.xla.service import hlo_pb2
 
 
 def module(*instructions: dict, computations: Optional[list] = None,
-           entry: Optional[int] = 1) -> hlo_pb2.HloModuleProto:
-  """An HloModuleProto of one computation (id 1) holding `instructions` (dicts of fields), the last
-  one its root; `computations` adds (id, name, [called ids]) computations of one parameter each."""
-  built = hlo_pb2.HloModuleProto(name="m")
+           entry: Optional[int] = 1, entry_name: str = "") -> hlo_pb2.HloModuleProto:
+  """An HloModuleProto of one computation (id 1, "main") holding `instructions` (dicts of fields),
+  the last one its root; `computations` adds (id, name, [called ids]) computations of one parameter
+  each; `entry` is its entry_computation_id, `entry_name` its entry_computation_name."""
+  built = hlo_pb2.HloModuleProto(name="m", entry_computation_name=entry_name)
   main = built.computations.add(name="main", id=1)
   for fields in instructions:
     instruction = main.instructions.add(**{key: value for key, value in fields.items() if key != "dims"})
@@ -41,6 +42,10 @@ CASES = [
                  r"'main'\)", id="two_instruction_cycle"),
     pytest.param(module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10]}, entry=None),
                  r"module 'm': has no entry computation", id="no_entry_computation"),
+    pytest.param(module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10]}, entry=5,
+                        entry_name="main"),
+                 r"module 'm': has no entry computation \(entry_computation_id 5 names none of its 1 computations, "
+                 r"as XLA requires\)", id="entry_id_naming_no_computation_beside_the_entry_name"),
     pytest.param(module(PARAMETER, {"name": "neg", "opcode": "negate", "id": 11, "operand_ids": [10], "dims": [4, -1]}),
                  r"module 'm': instruction 'neg' has a negative dimension in its shape \[4, -1\]",
                  id="negative_dimension"),

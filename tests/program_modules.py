@@ -5,6 +5,8 @@ import importlib.util
 import pathlib
 from types import ModuleType
 
+from absl import flags
+
 BASELINES = pathlib.Path(__file__).resolve().parents[1] / "baselines"
 
 
@@ -15,3 +17,14 @@ def load(program: str) -> ModuleType:
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
+
+
+def run_main(program: str, flag_values: list[str]) -> None:
+  """baselines/<program>.py's main with these flags, parsed as absl's app.run would parse them, in
+  this process (so that a test can read what it left in an in-memory file system)."""
+  module = load(program)
+  try:
+    flags.FLAGS([program, *flag_values])
+    module.main([])
+  finally:
+    flags.FLAGS.unparse_flags()

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import shared_fixtures
 from tpu_graphs.data import graphs
-from tpu_graphs.export import ranker, untrained
-from tpu_graphs.hlo import candidates
+from tpu_graphs.export import ranker
+from tpu_graphs.hlo import candidates, fusion_kernels, hlo_input
 from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
@@ -39,10 +40,11 @@ def cnn_modules(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
-  """Untrained layout and tile models exported for serving: ranking needs scores, not good ones."""
+  """A layout and a tile model exported for serving (the shared fixtures layout_export, untrained:
+  ranking needs scores, not good ones, and tile_run's)."""
   root = tmp_path_factory.mktemp("models")
-  return (untrained.export_untrained("layout:xla:default", root, units=16, layers=2, prune_hops=1),
-          untrained.export_untrained("tile:xla", root, units=16, layers=2))
+  return (shared_fixtures.unpack("layout_export", root / "layout") / "export",
+          shared_fixtures.unpack("tile_run", root / "tile") / "run" / "export")
 
 
 def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(cnn_modules):
@@ -70,7 +72,7 @@ def test_program_candidates_are_distinct_legal_layouts_starting_at_the_default(c
   other = candidates.candidate_graphs_from_file(cnn_modules[0], 40, seed=4)[0].node_config_feat
   np.testing.assert_array_equal(again, feat)
   assert not np.array_equal(other, feat)
-  tensors = descriptions.configurable_tensors(featurize.read_hlo_file(cnn_modules[0]), graph.node_config_ids)
+  tensors = descriptions.configurable_tensors(hlo_input.read_hlo_file(cnn_modules[0]), graph.node_config_ids)
   assert descriptions.describe(graph, 0, tensors) == {"layouts": {}}  # the defaults: the module's own layouts
   moved = descriptions.describe(graph, 1, tensors)["layouts"]
   assert moved and set(moved) <= {t.name for t in tensors}
@@ -107,7 +109,7 @@ def test_a_training_steps_weight_gradient_convolutions_vary_their_result_layout_
 def test_kernel_candidates_are_distinct_tile_sizes_sampled_down_to_the_count_asked(cnn_modules):
   kernels = candidates.candidate_graphs_from_file(cnn_modules[1], 30, kernels=True)
   assert max(k.config_feat.shape[0] for k in kernels) == 30
-  modules = featurize.kernel_modules(featurize.read_hlo_file(cnn_modules[1]))
+  modules = fusion_kernels.kernel_modules(hlo_input.read_hlo_file(cnn_modules[1]))
   for kernel, module in zip(kernels, modules, strict=True):
     assert len({row.tobytes() for row in kernel.config_feat}) == kernel.config_feat.shape[0]
     offered = {(tuple(o), tuple(k)) for o, k in candidates.tile_candidates(*candidates.kernel_extents(module), None)

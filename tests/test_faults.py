@@ -2,17 +2,19 @@
 
 A case gives a program bad input (corrupt, special or missing files), a bad flag, an unusable
 output path (a file where a folder should be, a full disk: a file-size limit the kernel enforces,
-which works unprivileged) or a damaged earlier result, and expects either the correct result or
-exit status 1 with a line naming the input and the problem: never a traceback, never a hang, and
-nothing already written lost. A tile run killed with SIGKILL during its second epoch and rerun
-must end exactly as an uninterrupted run: every tensor of its checkpoint and its history.
+which works unprivileged; a read-only folder, written by a program without root's power to write
+anywhere) or a damaged earlier result, and expects either the correct result or exit status 1 with
+a line naming the input and the problem: never a traceback, never a hang, and nothing already
+written lost. A tile run killed with SIGKILL during its second epoch and rerun must end exactly as
+an uninterrupted run: every tensor of its checkpoint and its history.
 
-The cases share one small tile dataset and one trained run (module fixtures) and run a few at a
-time, since most of each one's time is importing TensorFlow. Damaged copies of the trained run
-(truncated config.json or history.json, damaged checkpoints or best weights) must resume from
-what verifies or be refused unchanged. Where a subprocess would add nothing to what the matrix
-checks of every program, tiles_train.py's main runs in this process: the training flags that
-cannot train, and reruns of damaged or otherwise configured copies of the run.
+The cases share one small tile dataset and one trained run (the shared fixture tile_run, built
+once by Bazel: tests/shared_fixtures.py) and run a few at a time, since most of each one's time is
+importing TensorFlow. Damaged copies of the trained run (truncated config.json or history.json,
+damaged checkpoints or best weights) must resume from what verifies or be refused unchanged. Where
+a subprocess would add nothing to what the matrix checks of every program, tiles_train.py's main
+runs in this process: the training flags that cannot train, and reruns of damaged or otherwise
+configured copies of the run.
 
 The kinds of fault whose check lives in one function (the reader's values, the featurizer's
 module check, checkpoint verification, metrics of NaN scores, the downloader's wait budget and
@@ -22,6 +24,7 @@ lock, Beam options) are also tested in this process, each kind on several cases.
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import dataclasses
 import functools
 import http.server
@@ -38,6 +41,7 @@ import sys
 import tarfile
 import threading
 import time
+import urllib.request
 import zipfile
 from typing import Callable, Optional
 
@@ -46,38 +50,59 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import hang_guard
 import malformed_modules
 import program_modules
+import shared_fixtures
 import tile_test_data
 
 from tpu_graphs.data import beam_pipeline
 from tpu_graphs.data import convert, download, errors, graphs, locations, npz, readers, storage
-from tpu_graphs.hlo import featurize
+from tpu_graphs.export import saved_model
+from tpu_graphs.hlo import featurize, fusion_kernels
 from tpu_graphs.train import losses, metrics, run_directory, scoring, tasks
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-TRAINING_FLAGS = ["--epochs=2", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
-                  "--learning_rate=3e-3", "--patience=3"]
 CONCURRENT_CASES = 3
-
-
-def _environment() -> dict:
-  """The children import this checkout's tpu_graphs, whatever is installed."""
-  paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-  return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def _command(program: str, flags: list[str]) -> list[str]:
   return [sys.executable, str(REPO / "baselines" / f"{program}.py"), *flags]
 
 
+# linux/prctl.h and linux/capability.h: the capabilities that let root read, search and write past
+# file permissions.
+_PR_CAPBSET_DROP = 24
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+def _as_unprivileged_user() -> None:
+  """In the child, before it execs the program: where the tests run as root, drops the capabilities
+  that let root write where permissions forbid it, so that the program is refused there as any other
+  user is. Root keeps its uid, so the interpreter and the checkout it owns stay readable (the
+  interpreter may live in root's home, which `nobody` cannot enter). Other users are unprivileged
+  already."""
+  if os.geteuid() != 0:
+    return
+  libc = ctypes.CDLL(None, use_errno=True)
+  for capability in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
+    if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+      raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {capability}) failed")
+
+
 def run_program(program: str, flags: list[str], file_size_limit: Optional[int] = None,
-                timeout: float = 300) -> subprocess.CompletedProcess:
-  """Runs baselines/<program>.py; file_size_limit (bytes) makes writes beyond it fail as on a full disk."""
-  limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))) \
-      if file_size_limit else None
-  return subprocess.run(_command(program, flags), capture_output=True, text=True, errors="replace", timeout=timeout,
-                        env=_environment(), cwd=REPO, preexec_fn=limit)
+                unprivileged: bool = False) -> subprocess.CompletedProcess:
+  """Runs baselines/<program>.py; file_size_limit (bytes) makes writes beyond it fail as on a full disk;
+  unprivileged runs it as a user who cannot write past permissions (_as_unprivileged_user)."""
+  def before_exec():
+    if file_size_limit:
+      resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+    if unprivileged:
+      _as_unprivileged_user()
+
+  return subprocess.run(_command(program, flags), capture_output=True, text=True, errors="replace",
+                        timeout=hang_guard.SECONDS, env=shared_fixtures.program_environment(), cwd=REPO,
+                        preexec_fn=before_exec)
 
 
 @dataclasses.dataclass
@@ -98,66 +123,41 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     pass
 
 
-def write_tied_tile_tree(root: pathlib.Path, graphs_per_split: dict) -> pathlib.Path:
-  """<root>/npz/tile/xla/<split>/*.npz whose measured runtimes take 4 values per kernel, so that
-  sampled configs tie, as measured runtimes often do (ties are where ListMLE draws at random)."""
-  rng = np.random.default_rng(0)
-  for split, count in graphs_per_split.items():
-    for index in range(count):
-      graph = tile_test_data.tile_graph(rng, f"{split}_kernel_{index:03d}", split, 24)
-      if split != "test":
-        levels = np.quantile(graph.config_runtime, [0.25, 0.5, 0.75])
-        graph = dataclasses.replace(graph, config_runtime=(np.searchsorted(levels, graph.config_runtime) + 1) * 1000)
-      npz.write_graph(root / "npz/tile/xla" / split / f"{graph.graph_id}.npz", graph)
-  return root / "npz"
-
-
-def _train_killed_and_whole(root: pathlib.Path, npz_root: pathlib.Path) -> list[str]:
-  """Trains two tile runs of the default loss: <root>/whole, uninterrupted, and <root>/resumed,
-  killed with SIGKILL after its first checkpoint (during its second epoch), then rerun. Returns the
-  checkpoints the kill left."""
-  flags = lambda name: [f"--data_root={npz_root}", f"--records_dir={root / 'records'}", f"--out_dir={root / name}",
-                        *TRAINING_FLAGS]
-  whole = subprocess.Popen(_command("tiles_train", flags("whole")), env=_environment(), cwd=REPO,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-  killed = subprocess.Popen(_command("tiles_train", flags("resumed")), env=_environment(), cwd=REPO,
+def _train_killed_and_resumed(root: pathlib.Path) -> list[str]:
+  """Trains <root>/resumed as tile_run's run was trained, killed with SIGKILL after its first
+  checkpoint (during its second epoch), then rerun. Returns the checkpoints the kill left."""
+  flags = shared_fixtures.tile_run_flags(root, root / "resumed")
+  killed = subprocess.Popen(_command("tiles_train", flags), env=shared_fixtures.program_environment(), cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   checkpoints = root / "resumed" / "checkpoints"
-  deadline = time.monotonic() + 600
+  deadline = time.monotonic() + hang_guard.SECONDS
   while not (checkpoints / "checkpoint").exists() and killed.poll() is None and time.monotonic() < deadline:
     time.sleep(0.02)
   killed.send_signal(signal.SIGKILL)
   killed.wait()
   left = sorted(path.name for path in checkpoints.glob("ckpt-*.index"))
-  assert whole.wait(timeout=600) == 0, whole.stderr.read()[-3000:]
-  resumed = run_program("tiles_train", flags("resumed"))
+  resumed = run_program("tiles_train", flags)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   return left
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-  """Trains the runs of the resume test while the cases that need no trained run run beside it,
-  CONCURRENT_CASES at a time; then the rest. Returns {"left_by_kill": [...], "workspace": ...,
-  "outcomes": {case name: Outcome}}. The download cases share the release server, so they run one
-  after the other."""
-  root = tmp_path_factory.mktemp("faults")
-  npz_root = write_tied_tile_tree(root, {"train": 24, "valid": 4, "test": 2})
-  convert.convert_directory(npz_root, root / "records", progress=False)
+  """Runs every case, CONCURRENT_CASES at a time, beside the killed and resumed run of the resume
+  test; the download cases share the release server, so they run one after the other. Returns
+  {"left_by_kill": [...], "workspace": ..., "outcomes": {case name: Outcome}}."""
+  root = shared_fixtures.unpack("tile_run", tmp_path_factory.mktemp("faults"))
   release = root / "release"
   release.mkdir()
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(release)))
   threading.Thread(target=server.serve_forever, daemon=True).start()
-  workspace = Workspace(root, npz_root, root / "records" / "tile" / "xla", root / "whole", release,
+  workspace = Workspace(root, root / "npz", root / "records" / "tile" / "xla", root / "run", release,
                         f"http://127.0.0.1:{server.server_address[1]}")
-  cases = [case for case in CASES if not (case.unprivileged and os.geteuid() == 0)]
-  downloads = [case for case in cases if case.program == "download"]
+  downloads = [case for case in CASES if case.program == "download"]
   with concurrent.futures.ThreadPoolExecutor(CONCURRENT_CASES) as pool:
-    futures = {case.name: pool.submit(_run_case, workspace, case) for case in cases
-               if not case.after_training and case not in downloads}
+    futures = {case.name: pool.submit(_run_case, workspace, case) for case in CASES if case not in downloads}
     sequence = pool.submit(lambda: [_run_case(workspace, case) for case in downloads])
-    left_by_kill = _train_killed_and_whole(root, npz_root)
-    futures.update({case.name: pool.submit(_run_case, workspace, case) for case in cases if case.after_training})
+    left_by_kill = _train_killed_and_resumed(root)
     outcomes = {name: future.result() for name, future in futures.items()}
     outcomes.update(zip((case.name for case in downloads), sequence.result()))
   server.shutdown()
@@ -167,13 +167,13 @@ def results(tmp_path_factory):
 def test_run_killed_during_its_second_epoch_resumes_to_every_tensor_and_the_history_of_an_uninterrupted_run(results):
   assert results["left_by_kill"] == ["ckpt-1.index"]  # killed after epoch 1's checkpoint, before epoch 2's
   root = results["workspace"].root
-  whole, resumed = (tf.train.load_checkpoint(str(root / name / "checkpoints")) for name in ("whole", "resumed"))
+  whole, resumed = (tf.train.load_checkpoint(str(root / name / "checkpoints")) for name in ("run", "resumed"))
   names = sorted(whole.get_variable_to_shape_map())
   assert names == sorted(resumed.get_variable_to_shape_map()) and len(names) > 20
   for name in names:
     if name != "_CHECKPOINTABLE_OBJECT_GRAPH":
       np.testing.assert_array_equal(resumed.get_tensor(name), whole.get_tensor(name), err_msg=name)
-  history = [json.loads((root / name / "history.json").read_text()) for name in ("whole", "resumed")]
+  history = [json.loads((root / name / "history.json").read_text()) for name in ("run", "resumed")]
   assert [entry["epoch"] for entry in history[0]] == [0, 1] and history[1] == history[0]
 
 
@@ -197,8 +197,7 @@ class Case:
   prepare: Callable[[Workspace, pathlib.Path], Call]
   message: str  # regular expression a line of stderr must match: the problem, naming the input
   status: int = 1  # 0 where the correct result is expected
-  after_training: bool = False  # uses the trained run (workspace.run)
-  unprivileged: bool = False  # root may write anywhere: the case runs only for other users
+  unprivileged: bool = False  # runs as _as_unprivileged_user: root may write anywhere
 
 
 def _tile_dir(folder: pathlib.Path, split: str = "valid") -> pathlib.Path:
@@ -362,8 +361,7 @@ def prepare_full_disk_convert(workspace: Workspace, folder: pathlib.Path) -> Cal
 
 
 def prepare_changed_model_flags(workspace: Workspace, folder: pathlib.Path) -> Call:
-  flags = [f"--data_root={workspace.npz_root}", f"--records_dir={workspace.records.parents[1]}",
-           f"--out_dir={workspace.run}", *TRAINING_FLAGS, "--units=32"]
+  flags = [*_rerun_flags(workspace, workspace.run), "--units=32"]
   return Call(flags, kept=[workspace.run / "config.json", workspace.run / "checkpoints", workspace.run / "export"])
 
 
@@ -442,8 +440,7 @@ def _run_copy(workspace: Workspace, folder: pathlib.Path) -> pathlib.Path:
 
 
 def _rerun_flags(workspace: Workspace, run: pathlib.Path) -> list[str]:
-  return [f"--data_root={workspace.npz_root}", f"--records_dir={workspace.records.parents[1]}", f"--out_dir={run}",
-          *TRAINING_FLAGS]
+  return shared_fixtures.tile_run_flags(workspace.root, run)
 
 
 def _damaged_run(damage: Callable[[pathlib.Path], None]):
@@ -497,8 +494,7 @@ def prepare_diverging_learning_rate(workspace: Workspace, folder: pathlib.Path) 
   def check(completed):  # nothing of the diverged epoch was kept: no checkpoint, no best weights
     assert not list(run.glob("checkpoints/ckpt-*")) and not (run / "best").exists()
 
-  return Call([f"--data_root={workspace.npz_root}", f"--records_dir={workspace.records.parents[1]}",
-               f"--out_dir={run}", *TRAINING_FLAGS, "--epochs=1", "--learning_rate=1e30"], check=check)
+  return Call([*_rerun_flags(workspace, run), "--epochs=1", "--learning_rate=1e30"], check=check)
 
 
 def prepare_layout_train_into_a_tile_run(workspace: Workspace, folder: pathlib.Path) -> Call:
@@ -535,6 +531,84 @@ def prepare_convert_graph_id_with_colon(workspace: Workspace, folder: pathlib.Pa
   return Call([f"--input_dir={folder / 'npz'}", f"--output_dir={folder / 'records'}"], check=check)
 
 
+UNUSUAL_NAME = "gräph with spaces, and a comma"  # any file name a file system allows, but ':'
+
+
+def prepare_convert_unusual_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  split_dir = _tile_dir(folder, "test")
+  shutil.copy(split_dir / "good.npz", split_dir / f"{UNUSUAL_NAME}.npz")
+
+  def check(completed):
+    assert len(list((folder / "records" / "tile" / "xla" / "test").glob("*.tfrecord.gz"))) >= 1
+
+  return Call([f"--input_dir={folder / 'npz'}", f"--output_dir={folder / 'records'}"], check=check)
+
+
+def prepare_rank_unusual_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  graph = folder / f"{UNUSUAL_NAME}.npz"
+  shutil.copy(sorted((workspace.npz_root / "tile/xla/test").glob("*.npz"))[0], graph)
+
+  def check(completed):
+    [ranked] = json.loads((folder / "best.json").read_text())
+    assert ranked["id"] == UNUSUAL_NAME
+
+  return Call([f"--model={workspace.run / 'export'}", f"--input={graph}", f"--json={folder / 'best.json'}"],
+              check=check)
+
+
+def prepare_combine_unusual_test_file_name(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A data root whose test graph's file name Kaggle has no ID for; predictions that rank it."""
+  split_dir = _tile_dir(folder, "test")
+  (split_dir / "good.npz").rename(split_dir / f"{UNUSUAL_NAME}.npz")
+  predictions = folder / "predictions.csv"
+  predictions.write_text(f'ID,TopConfigs\n"tile:xla:{UNUSUAL_NAME}",0;1;2;3;4\n')
+  old = _old_submission(folder)
+  return Call([f"--predictions={predictions}", f"--data_root={folder / 'npz'}", f"--output={old}"], kept=[old])
+
+
+def prepare_combine_runs_of_other_data(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """Runs whose predictions combine_csvs.py passes over: one of another data root, one without config.json."""
+  for name, config in (("elsewhere", {"experiment": {"data_root": "/data/another/npz"}}), ("bare", None)):
+    run = folder / "runs" / name
+    run.mkdir(parents=True)
+    shutil.copy(_predictions(workspace, folder), run / "predictions.csv")
+    if config is not None:
+      (run / "config.json").write_text(json.dumps(config))
+
+  def check(completed):
+    assert not (folder / "submission.csv").exists()
+
+  return Call([f"--runs_dir={folder / 'runs'}", f"--data_root={workspace.npz_root}",
+               f"--output={folder / 'submission.csv'}"], check=check)
+
+
+def prepare_rerun_with_a_compiled_library(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A finished run whose export/ the user compiled into native/ (as compile_native.py writes it,
+  recording the weights it compiled): a rerun exports again and must keep native/ as it is."""
+  run = _run_copy(workspace, folder)
+  native = run / "export" / "native"
+  native.mkdir()
+  (native / "libtpu_graphs_model.so").write_bytes(b"\x7fELF the library the user compiled")
+  (native / "buckets.json").write_text(json.dumps({"cpu": "x86-64", "weights": saved_model.weights_fingerprint(
+      run / "export")}))
+  return Call(_rerun_flags(workspace, run), kept=[native])
+
+
+def prepare_evaluate_split_nothing_measured(workspace: Workspace, folder: pathlib.Path) -> Call:
+  """A valid split whose graphs all have runtimes 0: labelled, yet nothing to compute metrics on."""
+  split_dir = folder / "npz" / "tile" / "xla" / "valid"
+  for index in range(2):
+    graph = tile_test_data.tile_graph(np.random.default_rng(index), f"unmeasured_{index}", "valid", 24)
+    npz.write_graph(split_dir / f"{graph.graph_id}.npz",
+                    dataclasses.replace(graph, config_runtime=np.zeros_like(graph.config_runtime)))
+
+  def check(completed):  # refused before converting or writing anything
+    assert not (folder / "eval").exists()
+
+  return Call([f"--run_dir={workspace.run}", f"--data_root={folder / 'npz'}", "--split=valid",
+               f"--out_dir={folder / 'eval'}"], check=check)
+
+
 CASES = [
     # Bad input files: refused naming the file, no hang on special files.
     Case("stats_fifo_named_npz", "stats", _stats_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)"),
@@ -544,8 +618,7 @@ CASES = [
     Case("convert_fifo_named_npz", "convert", _convert_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)"),
     Case("convert_crc_error_in_streamed_array", "convert", _convert_of(_crc_damaged),
          r"bad\.npz: 'config_feat' is unreadable \(BadZipFile: Bad CRC-32 for file 'config_feat\.npy'\)"),
-    Case("rank_fifo_named_npz", "rank", _rank_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)",
-         after_training=True),
+    Case("rank_fifo_named_npz", "rank", _rank_of(_special("fifo")), r"bad\.npz: a FIFO \(named pipe\)"),
     Case("featurize_fifo_input", "featurize", _with(_featurize_fifo), r"in\.pb: a FIFO \(named pipe\)"),
     Case("combine_non_utf8_csv", "combine_csvs", _combine(lambda workspace, folder: workspace.npz_root,
                                                           predictions=_non_utf8_predictions),
@@ -554,12 +627,19 @@ CASES = [
          r"empty: no test-split \.npz files"),
     Case("evaluate_tile_run_as_layout", "evaluate",
          _flags("--collection=layout:xla:default", "--run_dir={run}", "--data_root={embedded}", "--out_dir={case}/eval"),
-         r"trained a TileTask, which cannot score layout:xla:default graphs", after_training=True),
+         r"trained a TileTask, which cannot score layout:xla:default graphs"),
+    Case("evaluate_labelled_split_with_nothing_measured", "evaluate", prepare_evaluate_split_nothing_measured,
+         r"valid: no graph of the valid split has a measured runtime \(every config_runtime is 0\), so there is "
+         r"nothing to evaluate against; for predictions only, put the files in a test/ folder and pass --split test"),
     Case("tiles_train_epochs_0", "tiles_train", _flags("--epochs=0", "--out_dir={case}/run"), r"--epochs must be at least 1"),
     Case("layout_train_epochs_0", "layout_train", _flags("--epochs=0", "--out_dir={case}/run"),
          r"--epochs must be at least 1"),
     Case("rank_top_negative", "rank", _flags("--model={export}", "--input={test_graph}", "--top=-1"),
          r"--top must be at least 1"),
+    Case("rank_num_candidates_of_an_npz", "rank", _flags("--model={export}", "--input={test_graph}",
+                                                         "--num_candidates=5"),
+         r"\.npz: an npz file carries its graph and configs; --kernels and --num_candidates are for an HLO module "
+         r"\(\.pb\)"),
     Case("generate_unknown_architecture", "generate", _flags("--architectures=resnet50,bogus", "--output_dir={case}/gen"),
          r"--architectures: unknown architecture\(s\) 'bogus'"),
     Case("convert_beam_unknown_pipeline_option", "convert_beam",
@@ -567,7 +647,19 @@ CASES = [
          r"Beam pipeline options: unknown option\(s\) --direct_num_workerz"),
     Case("convert_empty_folder", "convert", prepare_convert_empty_folder, r"empty: no \.npz files below this folder"),
     Case("convert_graph_id_with_colon", "convert", prepare_convert_graph_id_with_colon,
-         r"a:b\.npz: graph id 'a:b' \(the file name\) cannot be part of a submission ID"),
+         r"a:b\.npz: graph id 'a:b' \(the file name\) cannot end the ID '<collection>:<graph id>' of its "
+         r"prediction rows, which is split at ':'; rename the file without ':'"),
+    # File names only a submission cannot take: converted and ranked, refused by what writes a submission.
+    Case("convert_file_name_with_spaces_and_non_ascii", "convert", prepare_convert_unusual_file_name,
+         r"Converted 2 graphs", status=0),
+    Case("rank_file_name_with_spaces_and_non_ascii", "rank", prepare_rank_unusual_file_name,
+         rf":{UNUSUAL_NAME}: \d+ configs, best first", status=0),
+    Case("combine_test_file_name_kaggle_has_no_id_for", "combine_csvs", prepare_combine_unusual_test_file_name,
+         rf"{UNUSUAL_NAME}\.npz: graph id '{UNUSUAL_NAME}' \(the file name\) cannot be in a Kaggle submission, whose "
+         r"IDs are the release's file names \(printable ASCII, no spaces\); rename the file"),
+    Case("combine_runs_trained_on_other_data", "combine_csvs", prepare_combine_runs_of_other_data,
+         r"runs: 2 predictions\.csv found, none of a run trained on .*: .*bare/predictions\.csv: no config\.json "
+         r"beside it records its data root; .*elsewhere/predictions\.csv: trained on .*another.*, not "),
     Case("download_unknown_collection", "download", _flags("--collections=tile:tpu", "--dest={case}/dest"),
          r"--collections: unknown collection 'tile:tpu'"),
     # Unusable output paths: a file where a folder should be, a special file, a full disk.
@@ -584,9 +676,9 @@ CASES = [
     Case("combine_disk_full", "combine_csvs",
          _combine(lambda workspace, folder: workspace.npz_root, file_size_limit=16), r"submission\.csv: File too large"),
     Case("rank_json_naming_its_input", "rank", prepare_rank_json_naming_its_input,
-         r"graph\.npz: --json would overwrite the input .*graph\.npz", after_training=True),
+         r"graph\.npz: --json would overwrite the input .*graph\.npz"),
     Case("rank_json_to_dev_full", "rank", _flags("--model={export}", "--input={test_graph}", "--json=/dev/full"),
-         r"/dev/full: a device or socket, not a regular file; refusing to replace it", after_training=True),
+         r"/dev/full: a device or socket, not a regular file; refusing to replace it"),
     Case("download_dest_under_a_file", "download", prepare_download_under_a_file,
          r"a_file.*: Not a directory|a_file: File exists"),
     Case("convert_disk_full_then_rerun", "convert", prepare_full_disk_convert, r"\.tfrecord\.gz: File too large"),
@@ -595,13 +687,14 @@ CASES = [
          r"configs-00000-of-00001\.tfrecord\.gz has \d+ bytes, \d+ were written; converting the shard again", status=0),
     Case("convert_two_converters_in_one_folder", "convert", prepare_two_converters, r"Converted \d+ graphs, skipped \d+ already converted", status=0),
     Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
-         r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'", after_training=True),
+         r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'"),
     # Damaged run directories: resumed from what verifies, or refused naming the file and how to start over.
+    Case("tiles_train_rerun_keeps_the_library_compiled_from_its_export", "tiles_train",
+         prepare_rerun_with_a_compiled_library, r"resume: all 2 epoch\(s\) trained already", status=0),
     Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
-         r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over", after_training=True),
+         r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over"),
     Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",
-         prepare_newest_checkpoint_damaged, r"ckpt-2: damaged \(.*\); resuming from .*ckpt-1", status=0,
-         after_training=True),
+         prepare_newest_checkpoint_damaged, r"ckpt-2: damaged \(.*\); resuming from .*ckpt-1", status=0),
     Case("tiles_train_loss_becomes_nan", "tiles_train", prepare_diverging_learning_rate,
          r"the training loss became (nan|inf) in epoch 0 .*stopped, nothing of epoch 0 was saved"),
     Case("download_corrupt_archive_without_md5", "download", prepare_corrupt_download,
@@ -631,8 +724,8 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
   call = case.prepare(workspace, folder)
   before = _contents(call.kept)
   with concurrent.futures.ThreadPoolExecutor(call.copies) as pool:
-    completed = list(pool.map(lambda _: run_program(case.program, call.flags, call.file_size_limit),
-                              range(call.copies)))
+    completed = list(pool.map(lambda _: run_program(case.program, call.flags, call.file_size_limit,
+                                                    case.unprivileged), range(call.copies)))
   after = _contents(call.kept)
   try:
     if call.check:
@@ -644,8 +737,6 @@ def _run_case(workspace: Workspace, case: Case) -> Outcome:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(case, results):
-  if case.name not in results["outcomes"]:
-    pytest.skip("root may write into read-only folders; run the tests as another user for this case")
   outcome = results["outcomes"][case.name]
   for completed in outcome.completed:
     report = f"exit {completed.returncode}\nstdout:\n{completed.stdout[-1500:]}\nstderr:\n{completed.stderr[-3000:]}"
@@ -666,16 +757,6 @@ def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(ca
 # traceback: also tests/test_programs.py), tiles_train.py's own main gets the flags.
 
 
-def _run_tiles_train(flag_values: list[str]) -> None:
-  """tiles_train.py's main with these flags, as absl's app.run would parse them."""
-  program = program_modules.load("tiles_train")
-  try:
-    flags.FLAGS(["tiles_train", *flag_values])
-    program.main([])
-  finally:
-    flags.FLAGS.unparse_flags()
-
-
 @pytest.mark.parametrize("flag, message", [
     ("--epochs=-2", r"--epochs must be at least 1"),
     ("--batch_size=0", r"--batch_size must be at least 1"),
@@ -687,7 +768,7 @@ def _run_tiles_train(flag_values: list[str]) -> None:
         "negative_loss_weight"])
 def test_training_flag_that_cannot_train_is_refused_as_parsed_before_anything_is_written(flag, message, tmp_path):
   with pytest.raises(flags.IllegalFlagValueError, match=message):
-    _run_tiles_train([flag, f"--out_dir={tmp_path / 'run'}"])
+    program_modules.run_main("tiles_train", [flag, f"--out_dir={tmp_path / 'run'}"])
   assert not list(tmp_path.iterdir())
 
 
@@ -709,7 +790,7 @@ def test_rerun_of_a_run_configured_otherwise_or_damaged_is_refused_naming_the_fi
   call = prepare(results["workspace"], tmp_path)
   before = _contents(call.kept)
   with pytest.raises(errors.InputError, match=message):
-    _run_tiles_train(call.flags)
+    program_modules.run_main("tiles_train", call.flags)
   assert _contents(call.kept) == before
 
 
@@ -789,7 +870,7 @@ def test_featurizer_refuses_malformed_modules_naming_module_instruction_and_prob
   with pytest.raises(graphs.GraphFileError, match=message):
     featurize.graphs_from_file(path)
   with pytest.raises(graphs.GraphFileError, match=message):
-    featurize.kernel_modules(module)
+    fusion_kernels.kernel_modules(module)
 
 
 def _small_checkpoints(directory: pathlib.Path) -> None:
@@ -842,7 +923,7 @@ def test_edited_manifest_is_refused_when_records_are_read(tmp_path):
 
 
 class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
-  """Answers HEAD with a size and never answers GET: a server that hangs."""
+  """Answers HEAD with a size and never answers GET (until the test lets it go): a server that hangs."""
 
   def do_HEAD(self):  # pylint: disable=invalid-name
     self.send_response(200)
@@ -850,23 +931,36 @@ class _HeadOnlyHandler(http.server.BaseHTTPRequestHandler):
     self.end_headers()
 
   def do_GET(self):  # pylint: disable=invalid-name
-    time.sleep(30)
+    self.server.released.wait()
 
   def log_message(self, *args):
     pass
 
 
-def test_download_from_a_server_that_never_answers_ends_within_its_wait_budget(tmp_path):
+def test_download_from_a_server_that_never_answers_gives_up_within_its_wait_budget(tmp_path, monkeypatch):
   server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HeadOnlyHandler)
-  server.daemon_threads = True
+  server.daemon_threads, server.released = True, threading.Event()
   threading.Thread(target=server.serve_forever, daemon=True).start()
   url = f"http://127.0.0.1:{server.server_address[1]}"
+  timeouts = []  # every connection's socket timeout: the budget, not timeout_seconds, bounds each wait
+
+  def urlopen(request, timeout):
+    timeouts.append(timeout)
+    return opened(request, timeout=timeout)
+
+  opened = urllib.request.urlopen
+  monkeypatch.setattr(urllib.request, "urlopen", urlopen)
   said = io.StringIO()
-  downloader = download.Downloader(tmp_path, base_url=url, backoff_seconds=0.5, wait_seconds=2.0, progress=said)
-  started = time.monotonic()
-  with pytest.raises(download.DownloadError, match=r"gave up after waiting \d+ s for the server \(--wait_seconds 2\)"):
-    downloader.install("tile:xla", "train")
-  assert time.monotonic() - started < 10
+  downloader = download.Downloader(tmp_path, base_url=url, backoff_seconds=0.5, timeout_seconds=60.0,
+                                   wait_seconds=2.0, progress=said)
+  try:
+    with pytest.raises(download.DownloadError,
+                       match=r"gave up after waiting \d+ s for the server \(--wait_seconds 2\)"):
+      downloader.install("tile:xla", "train")
+  finally:
+    server.released.set()
+    server.shutdown()
+  assert len(timeouts) >= 2 and max(timeouts) <= 2.0  # the HEAD and at least one GET, none past the budget
   assert f"fetching {url}/{ARCHIVE}" in said.getvalue()
 
 
@@ -883,12 +977,12 @@ def test_second_downloader_into_one_folder_waits_for_the_first_and_says_so(tmp_p
   downloader = download.Downloader(dest, base_url=f"http://127.0.0.1:{server.server_address[1]}", progress=said)
   with storage.exclusive_lock(dest / ".download.lock", lambda: None):  # another downloader is at work
     second = concurrent.futures.ThreadPoolExecutor(1).submit(downloader.install, "tile:xla", "train")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + hang_guard.SECONDS
     while "another download is writing here; waiting" not in said.getvalue() and time.monotonic() < deadline:
       time.sleep(0.05)
     assert "another download is writing here; waiting" in said.getvalue()
     assert not second.done() and not list(dest.glob("*.part"))
-  assert second.result(timeout=60) and downloader.is_installed(ARCHIVE)
+  assert second.result(timeout=hang_guard.SECONDS) and downloader.is_installed(ARCHIVE)
   server.shutdown()
 
 

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import hang_guard
 import sample_data
 from tpu_graphs.data import npz
 
@@ -13,7 +14,8 @@ PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "featurize
 
 
 def run_program(*flags):
-  return subprocess.run([sys.executable, str(PROGRAM), *flags], capture_output=True, text=True, timeout=300,
+  return subprocess.run([sys.executable, str(PROGRAM), *flags],
+                        capture_output=True, text=True, timeout=hang_guard.SECONDS,
                         cwd=PROGRAM.parents[1])
 
 

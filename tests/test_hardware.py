@@ -16,6 +16,12 @@ def test_padding_follows_the_8_by_128_tiling_of_the_two_minor_dims():
   assert hardware.padded_elements([300], [0]) == 384
 
 
+def test_lane_utilisation_is_the_share_of_the_128_lane_tiles_a_dimension_fills():
+  np.testing.assert_allclose(hardware.lane_utilisation([1, 4, 64, 128, 129, 192, 256]),
+                             [1 / 128, 4 / 128, 64 / 128, 1.0, 129 / 256, 192 / 256, 1.0], rtol=1e-12)
+  assert hardware.lane_utilisation(0) == 1 / 128  # an empty dimension still takes a tile
+
+
 def test_measurement_noise_is_noise_fraction_and_seeded():
   true = np.full(20000, 1e-3)
   measured = hardware.measure(true, np.random.default_rng(3))

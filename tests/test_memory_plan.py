@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import hang_guard
 from tpu_graphs.data import graphs, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import experiments, memory_plan, run_experiment
@@ -51,7 +52,7 @@ def test_a_run_whose_plan_exceeds_the_limit_is_refused_before_any_work_naming_fl
       [sys.executable, str(ROOT / "baselines/layout_train.py"), f"--data_root={data_root}", f"--out_dir={out_dir}",
        "--prune_hops=-1", "--segment_size=0", "--configs_per_graph=24", "--batch_size=64",
        f"--memory_limit_gb={memory_plan.BASE_BYTES / memory_plan.GIB + 1.0}"],
-      capture_output=True, text=True, timeout=300, check=False)
+      capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
   assert result.returncode != 0
   assert "refused before any work" in result.stderr
   assert "memory plan: peak" in result.stdout and f"{NUM_OPS} ops" in result.stdout

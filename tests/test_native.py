@@ -3,15 +3,22 @@ libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's 
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
 SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
-library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once.
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. Built
+again with sanitizers (native_library.relink, g++), the libraries replay every input their fuzz
+targets found a problem with (native/fuzz/regressions/) under AddressSanitizer and
+UndefinedBehaviorSanitizer, and answer threads scoring different graphs and ranking a module at
+once as one thread under ThreadSanitizer.
 
-Under Bazel the ranker and the XLA AOT runtime archive are this test's data; run directly, the
-test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
+Under Bazel the ranker, the XLA AOT runtime archive and the compiled model libraries (the shared
+fixtures tile_library and layout_library, tests/shared_fixtures.py) are this test's data; run
+directly, the test uses bazel-bin/ (bazel build //native:all //tests:all).
 """
 
 import json
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -19,10 +26,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import bazel_outputs
+import hang_guard
 import malformed_modules
-import native_builds
 import sample_data
-from tpu_graphs.data import graphs, npz
+import shared_fixtures
+from tpu_graphs.data import graphs, locations, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.train import run_directory
@@ -35,20 +44,22 @@ REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
 TOP = 5
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
+FUZZ_DIR = native_library.NATIVE_SOURCES / "fuzz"
+# g++'s sanitizers, as native/sanitizers.bzl builds the native code with them.
+ADDRESS_SANITIZER = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+THREAD_SANITIZER = ["-fsanitize=thread"]
 
 
 @pytest.fixture(scope="module")
 def tile_export(tmp_path_factory):
-  """A tile model's export with its native library compiled (export/native/)."""
-  export_dir = untrained.export_untrained("tile:xla", tmp_path_factory.mktemp("tile"), units=16, layers=2,
-                                          static_signatures=True)
-  native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
-  return export_dir
+  """A trained tile run's export with its native library compiled (export/native/)."""
+  return shared_fixtures.unpack("tile_library", tmp_path_factory.mktemp("tile")) / "export"
 
 
 def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
-  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
-                         f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False)
+  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+                         f"--input={path}", f"--top={TOP}", f"--json={json_path}"],
+                        capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _python_scores(export_dir, graph: graphs.Graph) -> np.ndarray:
@@ -87,7 +98,7 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
 def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
   with pytest.raises(run_directory.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
-    native_library.compile_model_library(export_dir, native_builds.built("native/libxla_aot_runtime.a").parent)
+    native_library.compile_model_library(export_dir, bazel_outputs.built("native/libxla_aot_runtime.a").parent)
   assert not (export_dir / native_library.NATIVE_DIR_NAME).exists()
 
 
@@ -100,6 +111,23 @@ def _linked_and_exported(export_dir) -> tuple[str, list[str]]:
   return linked, sorted(name for name in exported if name.startswith("tpu_graphs"))
 
 
+def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones(tile_export, tmp_path):
+  export_dir = tmp_path / "export"
+  shutil.copytree(tile_export, export_dir)
+  library = export_dir / "native" / native_library.LIBRARY_NAME
+  compiled = library.read_bytes()
+  assert native_library.compile_again_if_stale(export_dir) is None and library.read_bytes() == compiled
+  other = untrained.export_untrained("tile:xla", tmp_path / "other", seed=1, units=16, layers=2,
+                                     static_signatures=True)
+  for part in other.iterdir():  # an export of other weights, native/ carried over as saved_model.export keeps it
+    shutil.rmtree(export_dir / part.name) if (export_dir / part.name).is_dir() else (export_dir / part.name).unlink()
+    shutil.move(part, export_dir / part.name)
+  assert native_library.compile_again_if_stale(export_dir) == library
+  recorded = json.loads((export_dir / "native" / "buckets.json").read_text())
+  assert recorded["weights"] == saved_model.weights_fingerprint(export_dir) != saved_model.weights_fingerprint(tile_export)
+  assert library.read_bytes() != compiled
+
+
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
   linked, exported = _linked_and_exported(tile_export)
   assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
@@ -110,37 +138,30 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
 
 
 @pytest.fixture(scope="module")
-def layout_export(tmp_path_factory):
-  """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours."""
-  return untrained.export_untrained("layout:xla:default", tmp_path_factory.mktemp("layout"), units=16, layers=2,
-                                    prune_hops=1, static_signatures=True)
+def layout_library(tmp_path_factory):
+  """A layout model's export that prunes graphs to their configurable ops and 1-hop neighbours, with
+  its native library compiled: host-side pruning, then the static layout signatures."""
+  return shared_fixtures.unpack("layout_library", tmp_path_factory.mktemp("layout")) / "export"
 
 
 @pytest.fixture(scope="module")
-def layout_python_scores(layout_export):
+def layout_python_scores(layout_library):
   """The Python SavedModel's scores of each real layout file (relative path -> scores), once per module."""
   scores = {}
 
   def of(relative: str) -> tuple[graphs.Graph, np.ndarray]:
     graph = npz.read_graph(sample_data.require_sample(relative))
     if relative not in scores:
-      scores[relative] = _python_scores(layout_export, graph)
+      scores[relative] = _python_scores(layout_library, graph)
     return graph, scores[relative]
   return of
 
 
-@pytest.fixture(scope="module")
-def layout_library(layout_export):
-  """layout_export with its native library compiled: host-side pruning, then the static layout signatures."""
-  native_library.compile_model_library(layout_export, native_builds.built("native/libxla_aot_runtime.a").parent)
-  return layout_export
-
-
 @pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
-def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, layout_python_scores, relative,
+def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_library, layout_python_scores, relative,
                                                                  tmp_path):
   graph, expected = layout_python_scores(relative)
-  result = _rank("capi", layout_export, sample_data.require_sample(relative), tmp_path / "best.json")
+  result = _rank("capi", layout_library, sample_data.require_sample(relative), tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
 
@@ -250,6 +271,24 @@ def test_bad_input_gets_an_error_naming_the_problem(tile_export, tmp_path, repla
     assert message in result.stderr and not (tmp_path / "best.json").exists()
 
 
+def test_a_module_given_as_an_npz_input_is_refused_saying_it_goes_to_hlo(tile_export, tmp_path):
+  path = tmp_path / "module.pb"
+  path.write_bytes(malformed_modules.module(malformed_modules.PARAMETER).SerializeToString())
+  result = _rank("aot", tile_export, path, tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {path}: not an npz file (a zip archive of .npy arrays); an XLA module or "
+                           f"tuning data (.pb) goes to --hlo={path}\n")
+
+
+def test_a_model_without_its_compiled_library_is_refused_with_the_command_that_compiles_it(tmp_path):
+  export_dir = untrained.export_untrained("tile:xla", tmp_path, units=8, layers=1)  # no native/
+  result = _rank("aot", export_dir, _tile_file(tmp_path), tmp_path / "best.json")
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert result.stderr == (f"rank: error: {export_dir}/native/libtpu_graphs_model.so: not found; compile the model "
+                           f"into it: python baselines/compile_native.py --model {export_dir} (after bazel build "
+                           "//native:all)\n")
+
+
 def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
   largest = static_shapes.TILE_BUCKETS[-1]
   path = _tile_file(tmp_path, nodes=largest.nodes, config_feat=np.random.default_rng(0).integers(
@@ -274,14 +313,15 @@ def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
 
 
 def _rank_module(mode: str, export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
-  return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
                          f"--hlo={path}", f"--top={TOP}", f"--json={json_path}", *flags], capture_output=True,
-                        text=True, timeout=300, check=False)
+                        text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _rank_py(export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export_dir}", f"--input={path}", f"--top={TOP}",
-                         f"--json={json_path}", *flags], capture_output=True, text=True, timeout=300, check=False)
+                         f"--json={json_path}", *flags],
+                         capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
 
 
 def _assert_same_rankings(native: subprocess.CompletedProcess, python: subprocess.CompletedProcess,
@@ -362,7 +402,8 @@ def test_rank_says_as_rank_py_what_the_best_configs_of_npz_files_set(tile_export
     path = sample_data.require_sample(relative)
     native = _rank("aot", export, path, tmp_path / "native.json")
     python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export}", f"--input={path}", f"--top={TOP}",
-                             f"--json={tmp_path / 'python.json'}"], capture_output=True, text=True, timeout=300)
+                             f"--json={tmp_path / 'python.json'}"],
+                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
     [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
     described = [best.get("layouts", best.get("output_tile")) for best in ranked["best"]]
     assert all(described)
@@ -391,7 +432,7 @@ def _call_program(export_dir, tmp_path) -> pathlib.Path:
 def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, unmeasured_layout, tmp_path):
   program = _call_program(layout_library, tmp_path)
   once, at_once = (subprocess.run([str(program), str(unmeasured_layout), "30", "5", "3", str(threads)],
-                                  capture_output=True, text=True, timeout=300) for threads in (1, 6))
+                                  capture_output=True, text=True, timeout=hang_guard.SECONDS) for threads in (1, 6))
   assert (once.returncode, at_once.returncode) == (0, 0), once.stderr + at_once.stderr
   assert once.stdout == at_once.stdout and once.stdout.startswith("main__.10904 30\n")
   assert re.search(r"convolution\.\d+:-1:\d,\d,", once.stdout)  # a result layout, by instruction name
@@ -412,7 +453,7 @@ def test_the_c_call_refuses_malformed_modules_with_a_status_and_a_message(tile_e
   path.write_bytes(data)
   for candidates in ("0", "10"):
     called = subprocess.run([str(program), str(path), candidates, "0", "3", "2"], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=hang_guard.SECONDS)
     assert called.returncode == 0 and called.stdout.startswith(f"status {2}: ") and message in called.stdout, called
 
 
@@ -421,8 +462,60 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
   path = tmp_path / "truncated.pb"
   data = dumps["cnn"].after_optimizations.read_bytes()
   path.write_bytes(data[:len(data) // 2])
-  called = subprocess.run([str(program), str(path), "10", "0", "3", "1"], capture_output=True, text=True, timeout=60)
+  called = subprocess.run([str(program), str(path), "10", "0", "3", "1"],
+                          capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert called.stdout.startswith("status 2: not a serialized"), called
+
+
+def _sanitized_library(export_dir, tmp_path, sanitizer: list[str], featurizer_archive=None) -> pathlib.Path:
+  """The model compiled in export_dir/native linked again by g++ with `sanitizer`'s flags."""
+  return native_library.relink(export_dir / "native", native_builds.built("native/libxla_aot_runtime.a").parent,
+                               tmp_path / export_dir.name / native_library.LIBRARY_NAME, ["g++", "-O1", *sanitizer],
+                               featurizer_archive)
+
+
+def test_the_model_libraries_replay_what_their_fuzz_targets_found_without_a_finding(tile_export, layout_library,
+                                                                                    tmp_path):
+  replayed = 0
+  for target, export_dir in (("tile_library", tile_export), ("layout_library", layout_library)):
+    regressions = FUZZ_DIR / "regressions" / target
+    inputs = sorted(regressions.glob("*"))
+    if not inputs:
+      continue
+    library = _sanitized_library(export_dir, tmp_path, ADDRESS_SANITIZER)
+    program = tmp_path / f"{target}_replay"
+    subprocess.run(["g++", "-std=c++17", "-O1", *ADDRESS_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                    str(FUZZ_DIR / f"{target}_fuzzer.cc"), str(FUZZ_DIR / "replay_main.cc"), f"-L{library.parent}",
+                    "-ltpu_graphs_model", f"-Wl,-rpath,{library.parent}", "-o", str(program)],
+                   check=True, capture_output=True)
+    replay = subprocess.run([str(program), str(regressions)], capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0 and f"replayed {len(inputs)} inputs without a finding" in replay.stdout, \
+        replay.stderr[-4000:]
+    replayed += len(inputs)
+  if not replayed:
+    pytest.skip("no fuzz finding of a model library is kept in native/fuzz/regressions/")
+
+
+def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitizer(tile_export, layout_library, dumps,
+                                                                                  tmp_path):
+  program = tmp_path / "library_threads"
+  subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+                  str(pathlib.Path(__file__).with_name("library_threads.cc")),
+                  str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
+                 check=True, capture_output=True)
+  featurizer = native_builds.built("native/libtpu_graphs_featurizer_tsan.a")
+  generated = locations.EMBEDDED_NPZ
+  tile_graphs = sorted((generated / "tile/xla/test").glob("*.npz"))[:6]  # 6 to 26 ops: buckets of 16 and 32
+  layout_graphs = sorted((generated / "layout/xla/default/test").glob("*.npz"))  # 350 to 3,047 ops
+  for export_dir, module, npz_files in ((tile_export, dumps["cnn"].after_optimizations, tile_graphs),
+                                      (layout_library, dumps["transformer_block"].before_optimizations,
+                                       layout_graphs)):
+    library = _sanitized_library(export_dir, tmp_path, THREAD_SANITIZER, featurizer)
+    called = subprocess.run([str(program), str(library), "4", "3", str(module), "20", *map(str, npz_files)],
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1"})
+    assert called.returncode == 0 and "ThreadSanitizer" not in called.stderr, called.stderr[-6000:]
+    assert called.stdout.startswith(f"{4 * 3 * (len(npz_files) + 1)} calls from 4 threads agreed"), called.stdout
 
 
 if __name__ == "__main__":

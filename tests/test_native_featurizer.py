@@ -15,28 +15,24 @@ import numpy as np
 import pytest
 
 from featurizer_parity import assert_featurized_alike, native_graphs, python_graphs
+import bazel_outputs
+import hang_guard
 import malformed_modules
-import native_builds
 import sample_data
 from google.protobuf import descriptor_pb2, text_format
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import candidates, featurize, opcodes, tuning_pb2, xla_dumps
+from tpu_graphs.hlo import candidates, featurize, hlo_input, opcodes, tuning_pb2, xla_dumps
 
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _sample_protos() -> list:
-  return sorted(sample_data.sample_dir().glob("pb/**/*.pb")) or [pytest.param(None, marks=pytest.mark.skip(
-      reason=str(sample_data.sample_dir()) + ": the real sample's protos are not there"))]
-
-
-@pytest.mark.parametrize("path", _sample_protos(), ids=lambda path: path and path.name)
+@pytest.mark.parametrize("path", sample_data.files("pb/**/*.pb"), ids=lambda path: path and path.name)
 def test_every_sample_proto_featurizes_alike_with_its_own_configs_and_with_candidates(path, tmp_path):
   assert_featurized_alike(path, tmp_path / "own")
-  kernels = isinstance(featurize.read_hlo_file(path), tuning_pb2.TuningData)
+  kernels = isinstance(hlo_input.read_hlo_file(path), tuning_pb2.TuningData)
   assert_featurized_alike(path, tmp_path / "candidates", *(["--kernels"] if kernels else []), "--num_candidates=60",
                           "--seed=7")
 
@@ -50,7 +46,7 @@ def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
 @pytest.mark.parametrize("program", list(xla_dumps.PROGRAMS))
 def test_modules_dumped_by_xla_featurize_alike_as_programs_kernels_and_candidates(dumps, program, tmp_path):
   before, after = dumps[program].before_optimizations, dumps[program].after_optimizations
-  assert isinstance(featurize.read_hlo_file(before), hlo_pb2.HloModuleProto)  # an HloProto's module
+  assert isinstance(hlo_input.read_hlo_file(before), hlo_pb2.HloModuleProto)  # an HloProto's module
   assert_featurized_alike(before, tmp_path / "program")
   assert_featurized_alike(before, tmp_path / "layouts", "--num_candidates=100", "--seed=3")
   assert_featurized_alike(after, tmp_path / "optimized")
@@ -59,7 +55,7 @@ def test_modules_dumped_by_xla_featurize_alike_as_programs_kernels_and_candidate
 
 
 def test_tuning_data_without_runs_featurizes_to_its_graph_and_configurable_nodes_without_configs(tmp_path):
-  tuning = featurize.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
+  tuning = hlo_input.read_hlo_file(sample_data.require_sample(LAYOUT_PB))
   measured = featurize.layout_graph(tuning)
   del tuning.runs[:]
   path = tmp_path / "unmeasured.pb"
@@ -126,6 +122,9 @@ def _refusals() -> list:
       pytest.param(b"this is not a protocol buffer\n" * 20, "not a serialized", id="garbage"),
       pytest.param(bytes(range(256)) * 8, "not a serialized", id="binary_garbage"),
       pytest.param(b"", "the file is empty", id="empty_file"),
+      pytest.param(b"HloModule jit_f, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\nENTRY main {\n}\n",
+                   r"holds HLO text \(it starts with 'HloModule'\), not a serialized proto; pass the module as a "
+                   r"proto: XLA writes one per module with --xla_dump_hlo_as_proto", id="hlo_text_named_pb"),
   ]
 
 
@@ -136,8 +135,9 @@ def test_malformed_input_is_refused_by_both_featurizers_with_the_same_message(da
   with pytest.raises(graphs.GraphFileError) as refused:
     featurize.graphs_from_file(path)
   assert re.search(message, str(refused.value))
-  completed = subprocess.run([str(native_builds.built("native/featurize")), f"--input={path}",
-                              f"--output_dir={tmp_path / 'out'}"], capture_output=True, text=True, timeout=60)
+  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+                              f"--output_dir={tmp_path / 'out'}"],
+                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert (completed.returncode, completed.stdout) == (1, "")
   assert completed.stderr == f"featurize: error: {refused.value}\n"
 
@@ -166,9 +166,9 @@ def test_damaged_modules_get_the_same_graphs_or_the_same_refusal_from_both_never
     path = tmp_path / f"damaged{case}.pb"
     path.write_bytes(_mutated(rng.choice(sources), rng))
     for flags in ((), ("--kernels",), ("--num_candidates=20",), ("--kernels", "--num_candidates=10")):
-      completed = subprocess.run([str(native_builds.built("native/featurize")), f"--input={path}",
+      completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
                                   f"--output_dir={tmp_path / 'out' / str(case)}", *flags], capture_output=True,
-                                 text=True, timeout=60)
+                                 text=True, timeout=hang_guard.SECONDS)
       assert completed.returncode in (0, 1), completed.stderr  # never a signal
       if completed.returncode == 1:
         with pytest.raises(graphs.GraphFileError) as refused:
@@ -179,8 +179,8 @@ def test_damaged_modules_get_the_same_graphs_or_the_same_refusal_from_both_never
 
 
 def test_bad_flags_get_the_usage_and_status_2(tmp_path):
-  completed = subprocess.run([str(native_builds.built("native/featurize")), "--input=x.pb", "--num_candidates=-1"],
-                             capture_output=True, text=True, timeout=60)
+  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), "--input=x.pb", "--num_candidates=-1"],
+                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert completed.returncode == 2 and "--num_candidates must be an integer >= 0" in completed.stderr
 
 

@@ -12,16 +12,14 @@ import sample_data
 from tpu_graphs.data import graphs, npz, storage
 
 
-def sample_files():
-  root = sample_data.sample_dir() / "npz"
-  return sorted(root.rglob("*.npz")) if root.exists() else []
+SAMPLE_FILES = sample_data.files("npz/**/*.npz")
 
 
 def config_array_name(graph):
   return "config_feat" if isinstance(graph, graphs.TileGraph) else "node_config_feat"
 
 
-@pytest.mark.parametrize("path", sample_files(), ids=lambda p: p.parent.name + "/" + p.name[:20])
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.parent.name + "/" + p.name[:20])
 def test_reads_real_files_exactly(path):
   graph = npz.read_graph(path)
   raw = np.load(path)
@@ -31,7 +29,7 @@ def test_reads_real_files_exactly(path):
     assert value.dtype == raw[name].dtype and np.array_equal(value, raw[name]), name
 
 
-@pytest.mark.parametrize("path", sample_files(), ids=lambda p: p.parent.name + "/" + p.name[:20])
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.parent.name + "/" + p.name[:20])
 def test_streamed_config_array_equals_loaded(path):
   streamed = npz.read_graph(path, stream_configs=True)
   name = config_array_name(streamed)
@@ -42,7 +40,7 @@ def test_streamed_config_array_equals_loaded(path):
 
 def test_sample_present_or_skipped():
   sample_data.require_sample("npz")
-  assert len(sample_files()) == 14
+  assert len(SAMPLE_FILES) == 14
 
 
 def test_write_is_deterministic_and_round_trips(tmp_path):

@@ -1,6 +1,7 @@
 """The program edge: expected failures become one line naming the file; flags are checked as parsed."""
 
 import errno
+import json
 import os
 import pathlib
 import shutil
@@ -8,9 +9,13 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
+import hang_guard
+import program_modules
 from baselines import program
-from tpu_graphs.data import graphs, locations
+from tpu_graphs.data import graphs, locations, npz, storage
+from tpu_graphs.export import saved_model
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = """
@@ -46,19 +51,34 @@ def test_failure_line_names_the_file_for_expected_failures_only(error, line):
   assert program.failure_line(error) == line
 
 
-def _run(script: pathlib.Path, *flags: str, timeout: int = 60, cwd=None) -> subprocess.CompletedProcess:
+def _run(script: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
   """Runs the program with this checkout's tpu_graphs."""
   paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-  return subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=timeout,
-                        cwd=cwd, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+  return subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True,
+                        timeout=hang_guard.SECONDS, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
 
 
-def test_a_training_program_writes_its_run_directory_at_a_url(tmp_path):
-  # ram:// lives inside the one process, as a bucket outlives it: the run must go there whole.
-  completed = _run(REPO / "baselines/tiles_train.py", "--experiment=smallest", "--out_dir=ram://run",
-                   "--records_dir=ram://records", timeout=600, cwd=tmp_path)
-  assert completed.returncode == 0, completed.stderr
-  assert "run directory: ram://run" in completed.stdout
+def test_a_training_program_writes_its_run_directory_at_a_url(tmp_path, monkeypatch, capsys):
+  # ram:// lives inside one process, where a bucket outlives any: the program's main runs in this
+  # process, so that what it wrote there can be read back.
+  monkeypatch.chdir(tmp_path)
+  program_modules.run_main("tiles_train", ["--experiment=smallest", "--out_dir=ram://url_run",
+                                           "--records_dir=ram://url_records"])
+  assert "run directory: ram://url_run" in capsys.readouterr().out
+  written = {name.rstrip("/") for name in tf.io.gfile.listdir("ram://url_run")}
+  assert {"config.json", "data_derived.json", "history.json", "metrics.json", "predictions.csv", "checkpoints",
+          "model", "export"} <= written, written
+  assert json.loads(storage.read_text("ram://url_run/metrics.json"))["epochs_run"] == 1
+  test_graphs = sorted((locations.EMBEDDED_NPZ / "tile/xla/test").glob("*.npz"))
+  rows = storage.read_text("ram://url_run/predictions.csv").splitlines()
+  assert rows[0] == "ID,TopConfigs" and sorted(row.split(",")[0] for row in rows[1:]) == [
+      f"tile:xla:{path.stem}" for path in test_graphs]
+  served = tf.saved_model.load("ram://url_run/export").signatures[saved_model.PLAIN_SIGNATURE]
+  graph = npz.read_graph(test_graphs[0])
+  scores = served(node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
+                  config_feat=graph.config_feat)["scores"]
+  assert scores.shape == (graph.num_configs,)
+  assert tf.io.gfile.glob("ram://url_records/tile/xla/train/*.tfrecord.gz")
   assert not list(tmp_path.iterdir())  # nothing local, such as a folder "ram:" from a mangled URL
 
 
@@ -132,8 +152,8 @@ def test_tensorflow_logs_and_warnings_are_silenced_unless_verbosity_asks(tmp_pat
   script.write_text(NOISY_PROGRAM)
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
   environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
-  completed = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True, timeout=120,
-                             env=environment)
+  completed = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True,
+                             timeout=hang_guard.SECONDS, env=environment)
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert f"TF_CPP_MIN_LOG_LEVEL {level}" in completed.stdout
   assert ("a warning of TensorFlow's logger" in completed.stderr) == shown
@@ -168,6 +188,19 @@ def test_a_tile_run_its_split_cannot_batch_is_refused_before_anything_is_written
   assert f"{train}: 2 training graph(s) give 2 config chunk(s)" in completed.stderr
   assert "cannot fill one batch of 8; pass a --batch_size of at most 2" in completed.stderr
   assert not (tmp_path / "run").exists()  # so a retry with --batch_size 2 starts afresh, not "configured otherwise"
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--warmup_steps=-5", "--warmup_steps must be at least 0"),
+    ("--steps_per_epoch=-1", "--steps_per_epoch must be at least 0"),
+    ("--segment_size=-256", "--segment_size must be at least 0"),
+    ("--prune_hops=-2", "--prune_hops must be at least -1"),
+])
+def test_layout_training_refuses_a_negative_count_its_help_does_not_document(tmp_path, flag, message):
+  completed = _run(REPO / "baselines/layout_train.py", flag, f"--out_dir={tmp_path / 'run'}")
+  assert completed.returncode == 1 and message in completed.stderr and "Traceback" not in completed.stderr, \
+      completed.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import tensorflow as tf
 
 import sample_data
 import tile_test_data
-from tpu_graphs.data import npz
+from tpu_graphs.data import errors, npz
 from tpu_graphs.export import ranker, saved_model
 from tpu_graphs.models import tile_model
 
@@ -82,9 +83,31 @@ def test_graph_of_the_other_collection_kind_is_rejected(tile_export):
     ranker.Ranker(tile_export).rank(layout)
 
 
-def test_directory_without_a_saved_model_is_rejected(tmp_path):
-  with pytest.raises(FileNotFoundError, match="no saved_model.pb"):
-    ranker.Ranker(tmp_path)
+@pytest.mark.parametrize("model, message", [
+    ("run", "{run}: a training run's folder; its serving model is {run}/export"),
+    ("run/missing", "{run}/missing: no such folder; a serving model is the export/ folder of a run of "
+                    "baselines/tiles_train.py, layout_train.py or quickstart.py (<run>/export)"),
+    ("run/logs", "{run}/logs: no saved_model.pb, so no serving model; a serving model is the export/ folder of a run "
+                 "of baselines/tiles_train.py, layout_train.py or quickstart.py (<run>/export)"),
+], ids=["run_directory", "missing_folder", "folder_without_a_saved_model"])
+def test_a_folder_that_is_no_serving_model_is_refused_saying_where_one_is(tile_export, tmp_path, model, message):
+  run = tmp_path / "run"
+  shutil.copytree(tile_export, run / "export")
+  (run / "logs").mkdir()
+  with pytest.raises(errors.InputError) as refused:
+    ranker.Ranker(tmp_path / model)
+  assert str(refused.value) == message.format(run=run)
+  completed = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={tmp_path / model}", "--input=x.npz"],
+                             capture_output=True, text=True)
+  assert completed.returncode == 1 and completed.stderr == f"rank: {refused.value}\n"
+
+
+@pytest.mark.parametrize("count", [0, -1, 2.5, True])
+def test_best_of_a_count_below_one_or_not_a_count_is_refused(tile_export, count):
+  ranking = ranker.Ranker(tile_export).rank(tile_test_data.tile_graph(np.random.default_rng(0), "k", "test", 10))
+  with pytest.raises(ValueError, match=rf"Ranking.best\({count!r}\): the count of best configs must be an integer "
+                     "of at least 1"):
+    ranking.best(count)
 
 
 def test_rank_program_prints_the_best_configs_and_writes_json(tile_export, tmp_path):
@@ -97,12 +120,6 @@ def test_rank_program_prints_the_best_configs_and_writes_json(tile_export, tmp_p
   assert written["id"] == path.stem and written["collection"] == "tile:xla" and written["num_configs"] == 2951
   assert [entry["config"] for entry in written["best"]] == expected.order[:4].tolist()
   assert f"tile:xla:{path.stem}: 2951 configs, best first: {expected.order[0]} (" in completed.stdout
-
-
-def test_rank_program_names_a_missing_model(tmp_path):
-  completed = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={tmp_path}", "--input=x.npz"],
-                             capture_output=True, text=True)
-  assert completed.returncode != 0 and f"rank: {tmp_path}: no saved_model.pb" in completed.stderr
 
 
 if __name__ == "__main__":

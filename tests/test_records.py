@@ -10,12 +10,8 @@ import sample_data
 from tpu_graphs.data import graphs, npz, records
 
 
-def sample_files():
-  root = sample_data.sample_dir() / "npz"
-  return sorted(root.rglob("*.npz")) if root.exists() else []
-
-
-@pytest.mark.parametrize("path", sample_files(), ids=lambda p: p.parent.name + "/" + p.name[:20])
+@pytest.mark.parametrize("path", sample_data.files("npz/**/*.npz"),
+                         ids=lambda p: p.parent.name + "/" + p.name[:20])
 def test_round_trip_is_exact_on_real_files(path):
   graph = npz.read_graph(path, stream_configs=True)
   kind = graphs.collection_kind(graph.collection)

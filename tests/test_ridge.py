@@ -48,11 +48,13 @@ def test_runtimes_unrelated_to_layouts_are_not_ranked():
   assert abs(ridge.per_node_layout_ridge_tau(_graph(choices, rng.integers(1000, 2000, size=400)))) < 0.1
 
 
-def test_the_same_seed_gives_the_same_tau_and_unlabelled_graphs_are_refused():
+def test_the_seed_draws_the_split_the_same_seed_gives_the_same_tau_and_unlabelled_graphs_are_refused():
   rng = np.random.default_rng(3)
   choices = rng.integers(0, 2, size=(100, 4))
   graph = _graph(choices, np.rint(1e3 * (1 + choices.sum(1) + rng.random(100))))
-  assert ridge.per_node_layout_ridge_tau(graph, 0.5, 7) == ridge.per_node_layout_ridge_tau(graph, 0.5, 7)
+  taus = [ridge.per_node_layout_ridge_tau(graph, 0.5, seed) for seed in (7, 8, 9)]
+  assert ridge.per_node_layout_ridge_tau(graph, 0.5, 7) == taus[0]
+  assert len(set(taus)) == 3  # each seed its own split of the noisy runtimes, so its own tau
   with pytest.raises(ValueError, match="positive runtimes"):
     ridge.per_node_layout_ridge_tau(_graph(choices, np.zeros(100)))
 

@@ -261,6 +261,17 @@ def test_examples_signature_refuses_nan_features(tile_export):
     loaded.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant(examples))
 
 
+@pytest.mark.parametrize("bad", [b"garbage bytes", tf.train.Example().SerializeToString()],
+                         ids=["garbage", "an_example_without_the_schemas_features"])
+def test_examples_signature_refuses_an_element_that_is_no_serialized_graph_naming_input_and_element(tile_export,
+                                                                                                   bad):
+  graph = npz.read_graph(sorted((locations.EMBEDDED_NPZ / "tile/xla/valid").glob("*.npz"))[0])
+  good = records.serialize(_joined_graphs("tile", graph)[0])
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"examples: element\] \[1\] \[\(zero-based\) is no "
+                     r"serialized GraphTensor of the tile schema \(data/schemas/tile.pbtxt\)"):
+    tile_export.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant([good, bad, good]))
+
+
 def test_unknown_collection_kind_is_rejected(tile_run):
   _, scorer = tile_run
   with pytest.raises(ValueError, match="unknown collection kind 'kernel'"):

@@ -45,6 +45,10 @@ def test_only_a_machine_without_cluster_or_gpu_lets_trainings_share_its_cpus(mon
 
 
 def test_only_tpu_strategies_need_static_shapes():
+  # A TPU strategy cannot be built without a TPU; the choice follows the strategy's type alone, so
+  # instances made without their constructor stand in for the real ones.
+  for tpu_strategy in (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy):
+    assert strategies.needs_static_shapes(object.__new__(tpu_strategy))
   assert not strategies.needs_static_shapes(tf.distribute.get_strategy())
   assert not strategies.needs_static_shapes(tf.distribute.MirroredStrategy(["/cpu:0"]))
 

@@ -8,7 +8,7 @@ import pytest
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import featurize, fusion_kernels
 from tpu_graphs.synth import zoo
 
 
@@ -35,7 +35,7 @@ def test_the_zoo_has_at_least_twelve_architectures_in_both_families():
 def test_a_program_compiles_to_an_unoptimized_module_and_fused_kernels(unet):
   opcodes = {i.opcode for i in _instructions(unet.module)}
   assert {"convolution", "parameter"} <= opcodes and "fusion" not in opcodes
-  assert len(featurize.kernel_modules(unet.optimized)) > 5
+  assert len(fusion_kernels.kernel_modules(unet.optimized)) > 5
 
 
 def test_training_steps_run_on_larger_batches_of_longer_inputs():

@@ -223,10 +223,7 @@ std::pair<std::vector<int64_t>, std::optional<std::pair<int64_t, int64_t>>> Kern
     for (const auto& instruction : computation.instructions()) by_id[instruction.id()] = &instruction;
     if (computation.id() == kernel.entry_computation_id()) entry = &computation;
   }
-  for (const xla::HloComputationProto& computation : kernel.computations()) {
-    if (entry == nullptr && computation.name() == kernel.entry_computation_name()) entry = &computation;
-  }
-  if (entry == nullptr) throw HloError(source, "has no entry computation");
+  if (entry == nullptr) throw HloError(source, "has no entry computation");  // CheckModule refused it already
   const xla::ShapeProto& root = by_id.at(entry->root_id())->shape();
   const xla::ShapeProto& shape = root.tuple_shapes_size() > 0 ? root.tuple_shapes(0) : root;
   const xla::HloInstructionProto* matrix = nullptr;

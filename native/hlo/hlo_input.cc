@@ -50,6 +50,11 @@ bool IsTuningData(const TuningData& tuning) {
 
 HloInput ParseHloInput(std::string_view bytes, const std::string& source) {
   if (bytes.empty()) throw HloError(source, "the file is empty");
+  const size_t text_start = bytes.find_first_not_of(" \t\r\n\f\v");  // Python's bytes.lstrip()
+  if (text_start != std::string_view::npos && bytes.substr(text_start).rfind("HloModule ", 0) == 0) {
+    throw HloError(source, "holds HLO text (it starts with 'HloModule'), not a serialized proto; pass the module as "
+                           "a proto: XLA writes one per module with --xla_dump_hlo_as_proto (*.hlo.pb)");
+  }
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     throw HloError(source, "holds " + std::to_string(bytes.size()) + " bytes, more than protobuf parses (2 GiB)");
   }

@@ -1,5 +1,5 @@
 // A serialized XLA proto of any kind the featurizer reads, told apart by its content as
-// featurize.parse_hlo_proto tells them: the release's ModuleTuningData (a program and its layout
+// hlo_input.parse_hlo_proto tells them: the release's ModuleTuningData (a program and its layout
 // runs) and TuningData (kernels and their tile runs), a bare HloModuleProto, or an HloProto (what
 // XLA's --xla_dump_hlo_as_proto writes), which gives its module.
 #ifndef TPU_GRAPHS_NATIVE_HLO_HLO_INPUT_H_

@@ -99,17 +99,14 @@ void CheckModule(const xla::HloModuleProto& module, const std::string& source) {
   };
   bool has_instructions = false;
   std::unordered_map<int64_t, const xla::HloComputationProto*> computations;
-  bool entry_named = false;
   for (const xla::HloComputationProto& computation : module.computations()) {
     has_instructions = has_instructions || computation.instructions_size() > 0;
     computations[computation.id()] = &computation;
-    entry_named = entry_named || computation.name() == module.entry_computation_name();
   }
   if (!has_instructions) refuse("the module has no instructions");
-  if (computations.count(module.entry_computation_id()) == 0 && !entry_named) {
-    refuse("has no entry computation (entry id " + std::to_string(module.entry_computation_id()) + ", name " +
-           Quoted(module.entry_computation_name()) + " name none of its " + std::to_string(computations.size()) +
-           " computations)");
+  if (computations.count(module.entry_computation_id()) == 0) {  // XLA finds the entry by id alone, and refuses it
+    refuse("has no entry computation (entry_computation_id " + std::to_string(module.entry_computation_id()) +
+           " names none of its " + std::to_string(computations.size()) + " computations, as XLA requires)");
   }
   std::unordered_map<int64_t, int64_t> computation_of;
   for (const xla::HloComputationProto& computation : module.computations()) {

@@ -1,4 +1,4 @@
-// The one check of an HLO module before anything reads it, as featurize.check_module makes it.
+// The one check of an HLO module before anything reads it, as module_check.check_module makes it.
 #ifndef TPU_GRAPHS_NATIVE_HLO_MODULE_CHECK_H_
 #define TPU_GRAPHS_NATIVE_HLO_MODULE_CHECK_H_
 

@@ -113,6 +113,23 @@ def _read_member(path: storage.PathLike, archive: zipfile.ZipFile, info: zipfile
   return array
 
 
+def read_array(path: Union[str, os.PathLike], name: str) -> np.ndarray:
+  """The array `name` of one npz file, the others left on disk (e.g. a graph's runtimes before
+  anything reads its features). GraphFileError naming the file where it is unreadable or has none."""
+  path = storage.as_path(path)
+  problem = storage.file_problem(path)
+  if problem:
+    raise graphs.GraphFileError(path, problem)
+  try:
+    with storage.open_binary(path) as file, zipfile.ZipFile(file) as archive:
+      info = next((info for info in archive.infolist() if info.filename == f"{name}.npy"), None)
+      if info is None:
+        raise graphs.GraphFileError(path, f"missing key {name!r}")
+      return _read_member(path, archive, info)
+  except _UNREADABLE + storage.url_errors() as error:
+    raise graphs.GraphFileError(path, f"not a readable npz archive ({type(error).__name__}: {error})") from None
+
+
 def infer_collection_and_split(path: Union[str, os.PathLike]) -> tuple[Optional[str], Optional[str]]:
   """('layout:nlp:random', 'test') from .../layout/nlp/random/test/x.npz; None where unknown."""
   parts = pathlib.Path(path).parts if storage.is_local(path) else os.fspath(path).split("/")

@@ -7,10 +7,14 @@ featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libprotobuf-lite, libstdc++, libm, libc)
     <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
-    <export>/native/buckets.json             the buckets compiled in, and the sources
+    <export>/native/buckets.json             the buckets compiled in, the CPU level, the weights compiled
+                                             (saved_model.weights_fingerprint) and the runtime archives
 
     compile_model_library("out/tiles/export", "bazel-bin/native")   # any x86-64 CPU
     compile_model_library("out/tiles/export", "bazel-bin/native", cpu="x86-64-v3")
+
+A run's rerun exports again (saved_model.export_to_run_directory): native/ is kept where the weights
+are those it was compiled from, and compiled again otherwise (compile_again_if_stale).
 
 A training run's export (<run>/export) leaves the static signatures out, since tracing them costs
 every run seconds: the library's work folder then gets the run's best model exported again with
@@ -36,7 +40,8 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Union
+import tempfile
+from typing import Optional, Sequence, Union
 
 from tpu_graphs.data import errors, storage
 from tpu_graphs.export import saved_model, static_layout, static_shapes
@@ -124,20 +129,23 @@ def _buckets_header(buckets: list[Bucket]) -> str:
   return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define {macro}(X) {entries}\n"
 
 
-def _link(work: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
-          include_dir: pathlib.Path, cpu: str) -> None:
-  featurizer_archive = runtime_archive.parent / FEATURIZER_ARCHIVE
+def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
+          featurizer_archive: pathlib.Path, include_dir: pathlib.Path, cpu: str, output: pathlib.Path,
+          compiler: Sequence[str] = ("g++",)) -> None:
+  """Links the buckets' objects in `aot_dir` with the library's sources into `output`; `work` holds
+  the scratch files. `compiler`: the command and flags of the compiler (its flags come after the
+  library's own, so they win: -O1, -Wl,-z,undefs)."""
   (work / "buckets.h").write_text(_buckets_header(buckets))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
-  objects = [str(work / "aot" / f"{_class_name(bucket)}.o") for bucket in buckets]
+  objects = [str(aot_dir / f"{_class_name(bucket)}.o") for bucket in buckets]
   sources = [str(NATIVE_SOURCES / name) for name in (
       ("layout_library.cc", "layout_pruning.cc") if _is_layout(buckets) else ("model_library.cc",))]
   cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
-  command = ["g++", "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
-             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{NATIVE_SOURCES}", f"-I{include_dir}",
-             "-o", str(work / LIBRARY_NAME), *sources, *objects, str(featurizer_archive),
+  command = [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
+             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{aot_dir.parent}",
+             f"-I{NATIVE_SOURCES}", f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
              str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
-             "-Wl,--no-undefined"]
+             "-Wl,--no-undefined", *compiler[1:]]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
     missing = sorted(set(re.findall(r"undefined reference to `(__xla_cpu_runtime_\w+)", result.stderr)))
@@ -178,15 +186,55 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     if not buckets:
       raise _refuse_unprunable(export_dir)
     _compile_signatures_in_fresh_process(compiled, work / "aot", target_cpu)
-    _link(work, buckets, runtime_archive, include_dir, cpu)
+    _link(work, work / "aot", buckets, runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE, include_dir, cpu,
+          work / LIBRARY_NAME)
     if compiled != export_dir:
       shutil.rmtree(compiled)
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
+        "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),
         "kind": "layout" if _is_layout(buckets) else "tile",
         "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
   storage.atomic_directory(native_dir, write)
   return pathlib.Path(native_dir) / LIBRARY_NAME
+
+
+def compile_again_if_stale(export_dir: Union[str, os.PathLike]) -> Optional[pathlib.Path]:
+  """Where <export_dir>/native/ was compiled from other weights than export_dir holds now (a run
+  exported again after training on; or a library that recorded none), compiles it again, for the
+  CPU level and with the runtime archives it was compiled with; returns the new library's path,
+  or None where there is no native/ or it is current. Raises as compile_model_library does (e.g.
+  InputError where the runtime archives are gone: `bazel build //native:all`)."""
+  listed = pathlib.Path(export_dir) / NATIVE_DIR_NAME / "buckets.json"
+  if not listed.is_file():
+    return None
+  compiled = json.loads(listed.read_text())
+  if compiled.get("weights") == saved_model.weights_fingerprint(export_dir):
+    return None
+  runtime_dir = compiled.get("runtime_dir", NATIVE_SOURCES.parent / "bazel-bin" / "native")
+  return compile_model_library(export_dir, runtime_dir, compiled.get("cpu", "x86-64"))
+
+
+def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike], output: Union[str, os.PathLike],
+           compiler: Sequence[str], featurizer_archive: Union[str, os.PathLike, None] = None) -> pathlib.Path:
+  """Links the model compiled in `native_dir` (what compile_model_library wrote: its aot/ objects
+  and buckets.json) again into `output`, the same sources compiled by `compiler` (a command and
+  its flags, e.g. ("g++", "-fsanitize=thread")) and linked with `featurizer_archive` (default the
+  one in `runtime_dir`): the library instrumented by a sanitizer, for the fuzz targets
+  (benchmarks/fuzz.py) and tests/test_native.py's ThreadSanitizer test. Returns `output`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  native_dir, output = pathlib.Path(native_dir), pathlib.Path(output)
+  compiled = json.loads((native_dir / "buckets.json").read_text())
+  bucket_class = static_layout.LayoutBucket if compiled["kind"] == "layout" else static_shapes.Bucket
+  names = {field.name for field in dataclasses.fields(bucket_class)}
+  buckets = [bucket_class(**{name: value for name, value in b.items() if name in names}) for b in compiled["buckets"]]
+  runtime_archive = pathlib.Path(runtime_dir) / CPUS[compiled["cpu"]][1]
+  output.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory() as work:
+    _link(pathlib.Path(work), native_dir / "aot", buckets, runtime_archive,
+          pathlib.Path(featurizer_archive or runtime_archive.parent / FEATURIZER_ARCHIVE),
+          pathlib.Path(tf.__file__).parent / "include", compiled["cpu"], output, compiler)
+  return output

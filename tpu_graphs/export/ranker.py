@@ -42,8 +42,27 @@ class Ranking:
   order: np.ndarray
 
   def best(self, count: int) -> list[tuple[int, float]]:
-    """The `count` configs predicted fastest: [(config index, score)], fastest first."""
+    """The `count` (at least 1; all where fewer) configs predicted fastest: [(config index, score)],
+    fastest first. ValueError for a count below 1, which a slice would answer with all configs but
+    the last ones."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+      raise ValueError(f"Ranking.best({count!r}): the count of best configs must be an integer of at least 1")
     return [(int(i), float(self.scores[i])) for i in self.order[:count]]
+
+
+def _check_export_dir(export_dir: pathlib.Path) -> None:
+  """Raises InputError, saying where the serving model is, unless `export_dir` holds one."""
+  if (export_dir / "saved_model.pb").exists():
+    return
+  if not export_dir.exists():
+    problem = "no such folder"
+  elif (export_dir / saved_model.EXPORT_DIR_NAME / "saved_model.pb").exists():
+    raise errors.InputError(f"{export_dir}: a training run's folder; its serving model is "
+                            f"{export_dir / saved_model.EXPORT_DIR_NAME}")
+  else:
+    problem = "no saved_model.pb, so no serving model"
+  raise errors.InputError(f"{export_dir}: {problem}; a serving model is the export/ folder of a run of "
+                          "baselines/tiles_train.py, layout_train.py or quickstart.py (<run>/export)")
 
 
 class Ranker:
@@ -53,8 +72,7 @@ class Ranker:
     if configs_per_call < 1:
       raise ValueError(f"configs_per_call must be positive, got {configs_per_call}")
     self.export_dir = pathlib.Path(export_dir)
-    if not (self.export_dir / "saved_model.pb").exists():
-      raise FileNotFoundError(f"{self.export_dir}: no saved_model.pb; export a model with saved_model.export")
+    _check_export_dir(self.export_dir)
     self._score = tf.saved_model.load(str(self.export_dir)).signatures.get(saved_model.PLAIN_SIGNATURE)
     inputs = set(self._score.structured_input_signature[1]) if self._score is not None else set()
     kinds = [kind for kind in ("tile", "layout") if inputs == set(saved_model.plain_input_names(kind))]

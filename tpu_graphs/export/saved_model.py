@@ -35,7 +35,10 @@ model's four about 5 CPU-seconds, doubling its export), so training runs leave t
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+import hashlib
+import os
+import shutil
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -135,6 +138,31 @@ def checked_arrays(kind: str, arrays: dict) -> dict:
     return {name: tf.identity(value) for name, value in checked.items()}
 
 
+def parseable_examples(kind: str, examples: tf.Tensor) -> tf.Tensor:
+  """`examples` (b,) string, depending on the check that each parses as a GraphTensor of the
+  collection's schema: garbage bytes or another message fail with InvalidArgumentError naming the
+  input and its first bad element, where TensorFlow's parser names neither ("Could not parse
+  example input"). Each element is parsed alone, its errors dropped (tf.data's ignore_errors), and
+  the elements that parsed are counted."""
+  io_spec = tfgnn.get_io_spec(records.graph_spec(kind))
+
+  def parsed(index, example):  # the index, and a value that depends on every parsed feature
+    features = tf.io.parse_example(example[tf.newaxis], io_spec)
+    return index, tf.add_n([tf.size(value, out_type=tf.int64)
+                            for value in tf.nest.flatten(features, expand_composites=True)])
+
+  count = tf.size(examples, out_type=tf.int64)
+  parsed_elements = tf.data.Dataset.from_tensor_slices(examples).enumerate().map(parsed).ignore_errors().reduce(
+      tf.zeros([count], tf.bool), lambda held, element: tf.tensor_scatter_nd_update(held, [[element[0]]],
+                                                                                     [element[1] >= 0]))
+  check = tf.debugging.Assert(tf.reduce_all(parsed_elements), [
+      "examples: element", tf.argmin(tf.cast(parsed_elements, tf.int32)),
+      f"(zero-based) is no serialized GraphTensor of the {kind} schema (data/schemas/{kind}.pbtxt): garbage bytes, "
+      "another message or one missing the schema's features"])
+  with tf.control_dependencies([check]):
+    return tf.identity(examples)
+
+
 def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
   """The parsed examples' graph, its features checked to be finite and every graph to have an op."""
   featured = ("op", "config") if kind == "tile" else ("op", "node_config")
@@ -207,8 +235,8 @@ class ServingModule(tf.Module):
 
     self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
     self.score_examples = tf.function(
-        lambda examples: scores(checked_examples(
-            kind, tfgnn.parse_example(records.graph_spec(kind), examples).merge_batch_to_components())),
+        lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
+            records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
     # Static shapes for XLA AOT, if asked: tile kernels as they are; layout graphs only as the host
     # prunes them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
@@ -236,23 +264,49 @@ class ServingModule(tf.Module):
 
 
 def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None,
-           static_signatures: bool = False) -> None:
+           static_signatures: bool = False, keep: Sequence[str] = ()) -> None:
   """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
 
   `preprocess` (GraphTensor -> GraphTensor, e.g. a task's pruning) runs inside the exported graph
   before the scorer, so callers pass raw arrays and get what training saw. `static_signatures`
-  adds the static-shape signatures a native library compiles (see the module docstring).
+  adds the static-shape signatures a native library compiles (see the module docstring). `keep`:
+  folders of a local export_dir's earlier content carried into the new one (what was built from
+  it, e.g. native/).
 
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
   module = ServingModule(scorer, kind, preprocess, static_signatures)
-  storage.atomic_directory(export_dir, lambda path: tf.saved_model.save(module, path, signatures=module.signatures()))
+
+  def write(path: str) -> None:
+    tf.saved_model.save(module, path, signatures=module.signatures())
+    for name in keep:
+      earlier = storage.join(export_dir, name)
+      if storage.is_local(export_dir) and os.path.isdir(earlier):
+        shutil.copytree(earlier, os.path.join(path, name), symlinks=True)
+
+  storage.atomic_directory(export_dir, write)
 
 
 def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -> None:
   """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
-  per-graph preprocessing (layout pruning) inside."""
-  export(scorer, task.kind, storage.join(run_dir, EXPORT_DIR_NAME), task.structure_transform)
+  per-graph preprocessing (layout pruning) inside. A native library compiled from the earlier
+  export (export/native/, native_library.py) is kept, and compiled again where the weights changed
+  (a run trained on after it was compiled): a rerun never deletes what a user built."""
+  from tpu_graphs.export import native_library  # pylint: disable=g-import-not-at-top  (it imports this module)
+  export_dir = storage.join(run_dir, EXPORT_DIR_NAME)
+  export(scorer, task.kind, export_dir, task.structure_transform, keep=[native_library.NATIVE_DIR_NAME])
+  native_library.compile_again_if_stale(export_dir)
+
+
+def weights_fingerprint(export_dir) -> str:
+  """A SHA-256 of a SavedModel's variables, names and values: equal for two exports of the same
+  model with the same weights (what native_library records of the model it compiled)."""
+  reader = tf.train.load_checkpoint(storage.join(export_dir, "variables", "variables"))
+  digest = hashlib.sha256()
+  for name in sorted(reader.get_variable_to_shape_map()):
+    if name != "_CHECKPOINTABLE_OBJECT_GRAPH":
+      digest.update(name.encode() + b"\0" + np.ascontiguousarray(reader.get_tensor(name)).tobytes())
+  return digest.hexdigest()
 
 
 def model_input_spec(kind: str) -> tfgnn.GraphTensorSpec:

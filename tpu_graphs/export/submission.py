@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from typing import Iterable, Mapping, Optional
 
 from tpu_graphs.data import graphs, npz, predictions
 from tpu_graphs.train import experiments, run_experiment
+
+
+# Kaggle's IDs are the release's file names: printable ASCII without spaces (what a submission
+# row may end with; reading and ranking any file name is fine).
+KAGGLE_GRAPH_ID = re.compile(r"[!-~]+")
 
 
 class SubmissionError(predictions.PredictionFileError):
@@ -32,6 +38,9 @@ def test_config_counts(data_root) -> dict[str, int]:
   counts = {}
   for path in sorted(pathlib.Path(data_root).rglob("test/*.npz")):
     graph = npz.read_graph(path, stream_configs=True)
+    if not KAGGLE_GRAPH_ID.fullmatch(graph.graph_id):
+      raise SubmissionError(f"{path}: graph id {graph.graph_id!r} (the file name) cannot be in a Kaggle submission, "
+                            "whose IDs are the release's file names (printable ASCII, no spaces); rename the file")
     if graph.collection in graphs.COLLECTIONS:
       counts[f"{graph.collection}:{graph.graph_id}"] = graph.num_configs
   if not counts:

@@ -29,7 +29,7 @@ import numpy as np
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import featurize, fusion_kernels, hlo_input, module_check
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import splitmix64
 from tpu_graphs.hlo import tuning_pb2
@@ -219,10 +219,9 @@ def tile_candidates(output_dims: Sequence[int], convolution_features: Optional[S
 def kernel_extents(kernel: hlo_pb2.HloModuleProto) -> tuple[tuple, Optional[tuple]]:
   """What a kernel module's tile sizes divide: the dims of its (first) result, and for a fused
   convolution of the result's rank its (input, output) feature counts, else None. The kernel is
-  well formed (featurize.check_module): its entry computation is named by id or name."""
+  well formed (module_check.check_module): its entry_computation_id names a computation."""
   by_id = {i.id: i for c in kernel.computations for i in c.instructions}
-  entry = next((c for c in kernel.computations if c.id == kernel.entry_computation_id), None) or next(
-      c for c in kernel.computations if c.name == kernel.entry_computation_name)
+  entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)
   root = by_id[entry.root_id]
   shape = root.shape.tuple_shapes[0] if root.shape.tuple_shapes else root.shape
   fused = [i for c in kernel.computations if c.id != entry.id for i in c.instructions]
@@ -249,7 +248,7 @@ def sampled_indices(n: int, count: int, rng: Random) -> list[int]:
 
 def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                       collection: str = "tile:xla", source: Optional[str] = None) -> graphs.TileGraph:
-  """An unlabelled tile graph of one kernel module (featurize.kernel_modules) whose configs are its
+  """An unlabelled tile graph of one kernel module (fusion_kernels.kernel_modules) whose configs are its
   candidate tile sizes (`tile_candidates`), at most `num_candidates` of them drawn with `seed`
   (splitmix64)."""
   if num_candidates < 1:
@@ -268,7 +267,7 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
   return graphs.validate_graph(source, kernel.name, collection, featurize.UNLABELLED_SPLIT, arrays)
 
 
-def candidate_graphs(proto: featurize.HloProto, num_candidates: int, kernels: bool = False, seed: int = 0,
+def candidate_graphs(proto: hlo_input.HloProto, num_candidates: int, kernels: bool = False, seed: int = 0,
                      source: Optional[str] = None) -> list[graphs.Graph]:
   """The candidate configs of a proto's module: its program's candidate layouts (the configurable
   nodes of a ModuleTuningData, measured or not, kept), or with `kernels` the candidate tile sizes
@@ -288,12 +287,12 @@ def candidate_graphs(proto: featurize.HloProto, num_candidates: int, kernels: bo
   module = proto.module if tuned else proto
   if kernels:
     return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})")
-            for k in featurize.kernel_modules(module, source=source)]
+            for k in fusion_kernels.kernel_modules(module, source=source)]
   return [program_candidates(module, num_candidates, seed, source=source,
                              configurable=list(proto.config_index_to_node) if tuned else None)]
 
 
 def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: int, kernels: bool = False,
                                seed: int = 0) -> list[graphs.Graph]:
-  """candidate_graphs of the proto in a .pb file (featurize.read_hlo_file), errors naming `path`."""
-  return candidate_graphs(featurize.read_hlo_file(path), num_candidates, kernels, seed, str(path))
+  """candidate_graphs of the proto in a .pb file (hlo_input.read_hlo_file), errors naming `path`."""
+  return candidate_graphs(hlo_input.read_hlo_file(path), num_candidates, kernels, seed, str(path))

@@ -10,9 +10,9 @@ computation it calls (fusions, reducers, loop bodies), sorted.
     layout_graph(module_tuning_data)     -> LayoutGraph   (successful runs only; none before any run)
     tile_graphs(tuning_data)             -> [TileGraph]   (one per kernel, successful runs only)
     program_graph(hlo_module)            -> LayoutGraph   (unlabelled, its own layouts as config)
-    kernel_modules(optimized_hlo_module) -> [HloModuleProto] (one per fusion)
+    fusion_kernels.kernel_modules(opt.)  -> [HloModuleProto] (one per fusion, fusion_kernels.py)
     kernel_graph(kernel_module)          -> TileGraph     (unlabelled, one empty tile config)
-    read_hlo_file(path)                  -> the proto in a .pb file, whichever kind (an HloProto's module)
+    graphs_from_file(path)               -> [Graph] of a .pb file, whichever kind (hlo_input.py reads it)
 
 Tuning data nobody has measured yet (the module and its configurable nodes, no runs: a program
 before an autotuner has run it) gives graphs without configs, to rank through candidates
@@ -26,13 +26,13 @@ import os
 from typing import Optional, Union
 
 import numpy as np
-from google.protobuf import message as protobuf_message
-import tensorflow as tf
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
-from tpu_graphs.data import storage
 from tpu_graphs.hlo import features
+from tpu_graphs.hlo import hlo_input
+from tpu_graphs.hlo import fusion_kernels
+from tpu_graphs.hlo import module_check
 from tpu_graphs.hlo import opcodes
 from tpu_graphs.hlo import tuning_pb2
 
@@ -72,100 +72,6 @@ class ModuleFeatures:
     return int(self.node_opcode.shape[0])
 
 
-def _shape_problem(shape) -> Optional[str]:
-  """Why an instruction's shape (or a tuple element of it) is not a shape, or None."""
-  if any(size < 0 for size in shape.dimensions):
-    return f"has a negative dimension in its shape {list(shape.dimensions)}"
-  for element in shape.tuple_shapes:
-    problem = _shape_problem(element)
-    if problem:
-      return problem
-  return None
-
-
-def _first_in_cycle(successors: dict) -> Optional[object]:
-  """A key of `successors` (key -> keys it depends on) that lies on or behind a cycle, or None.
-
-  Kahn's algorithm: repeatedly drop what depends on nothing left; what cannot be dropped waits
-  on a cycle.
-  """
-  waiting = {key: len(set(after)) for key, after in successors.items()}
-  dependents: dict = {}
-  for key, after in successors.items():
-    for other in set(after):
-      dependents.setdefault(other, []).append(key)
-  ready = [key for key, count in waiting.items() if count == 0]
-  while ready:
-    key = ready.pop()
-    for dependent in dependents.get(key, ()):
-      waiting[dependent] -= 1
-      if waiting[dependent] == 0:
-        ready.append(dependent)
-  stuck = [key for key, count in waiting.items() if count > 0]
-  if not stuck:
-    return None
-  # Walk back along dependencies that are stuck too until a key repeats: it is on the cycle.
-  seen, key = set(), stuck[0]
-  while key not in seen:
-    seen.add(key)
-    key = next(other for other in successors[key] if waiting.get(other, 0) > 0)
-  return key
-
-
-def check_module(module: hlo_pb2.HloModuleProto, source: str) -> None:
-  """Raises GraphFileError, naming the module, the instruction and the problem, if `module` is not a
-  well-formed HLO module: no entry computation, a computation whose root is not one of its
-  instructions, an instruction id used twice, an operand that is no instruction of the same
-  computation (dangling), a negative dimension, a data-flow cycle (an instruction that is its own
-  operand included) or computations that call each other in a cycle. The one check of a module,
-  before anything reads it."""
-  def refuse(problem: str):
-    named = f"{module.name!r}" in source  # e.g. "HLO module 'x'", else a file: name the module too
-    raise graphs.GraphFileError(source, problem if named else f"module {module.name!r}: {problem}")
-
-  if not any(c.instructions for c in module.computations):
-    refuse("the module has no instructions")
-  computations = {c.id: c for c in module.computations}
-  if module.entry_computation_id not in computations and \
-      module.entry_computation_name not in {c.name for c in module.computations}:
-    refuse(f"has no entry computation (entry id {module.entry_computation_id}, name "
-           f"{module.entry_computation_name!r} name none of its {len(computations)} computations)")
-  computation_of = {}
-  for computation in module.computations:
-    for instruction in computation.instructions:
-      if instruction.id in computation_of:
-        refuse(f"instruction id {instruction.id} ({instruction.name!r}) appears twice")
-      computation_of[instruction.id] = computation.id
-  for computation in module.computations:
-    if computation.instructions and computation_of.get(computation.root_id) != computation.id:
-      refuse(f"computation {computation.name!r} has root id {computation.root_id}, none of its instructions")
-    operands = {}
-    for instruction in computation.instructions:
-      problem = _shape_problem(instruction.shape)
-      if problem:
-        refuse(f"instruction {instruction.name!r} {problem}")
-      for operand_id in instruction.operand_ids:
-        if operand_id == instruction.id:
-          refuse(f"instruction {instruction.name!r} is its own operand (a cycle)")
-        if computation_of.get(operand_id) != computation.id:
-          refuse(f"instruction {instruction.name!r} has operand id {operand_id}, which no instruction of "
-                 f"computation {computation.name!r} has (a dangling operand)")
-      for callee in instruction.called_computation_ids:
-        if callee not in computations:
-          refuse(f"instruction {instruction.name!r} calls computation id {callee}, which the module lacks")
-      operands[instruction.id] = list(instruction.operand_ids)
-    cyclic = _first_in_cycle(operands)
-    if cyclic is not None:
-      names = {i.id: i.name for i in computation.instructions}
-      refuse(f"instruction {names[cyclic]!r} depends on itself through its operands (a cycle in computation "
-             f"{computation.name!r})")
-  calls = {c.id: [callee for i in c.instructions for callee in i.called_computation_ids if callee in computations]
-           for c in module.computations}
-  cyclic = _first_in_cycle(calls)
-  if cyclic is not None:
-    refuse(f"computation {computations[cyclic].name!r} calls itself, directly or through others (a cycle)")
-
-
 def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None) -> ModuleFeatures:
   """Featurizes every instruction of every computation of `module`.
 
@@ -177,7 +83,7 @@ def module_features(module: hlo_pb2.HloModuleProto, source: Optional[str] = None
     graphs.GraphFileError: an empty or malformed module (check_module), or an unknown opcode.
   """
   source = source or f"HLO module {module.name!r}"
-  check_module(module, source)
+  module_check.check_module(module, source)
   instructions, computation_of_node, is_root = [], [], []
   splits, count = [0], 0
   root_of_computation = {}
@@ -376,69 +282,6 @@ def program_graph(module: hlo_pb2.HloModuleProto, graph_id: Optional[str] = None
   return graphs.validate_graph(source, graph_id or module.name, collection, UNLABELLED_SPLIT, arrays)
 
 
-def _called_computations(computations: dict, roots) -> list[int]:
-  """Ids of the computations `roots` call, transitively, each after every computation it calls."""
-  ordered: list[int] = []
-
-  def visit(computation_id: int) -> None:
-    if computation_id in ordered:
-      return
-    for instruction in computations[computation_id].instructions:
-      for callee in instruction.called_computation_ids:
-        visit(callee)
-    ordered.append(computation_id)
-
-  for computation_id in roots:
-    visit(computation_id)
-  return ordered
-
-
-def kernel_modules(module: hlo_pb2.HloModuleProto, source: Optional[str] = None) -> list[hlo_pb2.HloModuleProto]:
-  """One module per fusion instruction of `module`, shaped like the release's kernel modules.
-
-  Each holds the computations the fusion calls (transitively, callees first) and an entry
-  computation named after the fusion: one parameter per distinct operand, and the fusion as root.
-  `source` (a file) is what errors name; defaults to the module.
-
-  Raises:
-    graphs.GraphFileError: the module is malformed (check_module) or has no fusion (it was not optimized).
-  """
-  source = source or f"HLO module {module.name!r}"
-  check_module(module, source)
-  computations = {c.id: c for c in module.computations}
-  instructions = {i.id: i for c in module.computations for i in c.instructions}
-  fusions = [(c, i) for c in module.computations for i in c.instructions if i.opcode == "fusion"]
-  # A fusion nested inside another fusion's computations belongs to that kernel.
-  fused = set(_called_computations(computations, [cid for _, i in fusions for cid in i.called_computation_ids]))
-  fusions = [fusion for computation, fusion in fusions if computation.id not in fused]
-  if not fusions:
-    named = "" if f"{module.name!r}" in source else f"module {module.name!r} "
-    raise graphs.GraphFileError(source, f"{named}has no fusion instruction to make a kernel of: kernels need the "
-                                "optimized HLO (stage='optimized_hlo_serialized', or XLA's *after_optimizations.hlo.pb "
-                                "dump), not the unoptimized one (stage='hlo_serialized')")
-  next_id = 1 + max(instructions)
-  kernels = []
-  for fusion in fusions:
-    kernel = hlo_pb2.HloModuleProto(name=fusion.name, entry_computation_name=fusion.name)
-    called = _called_computations(computations, fusion.called_computation_ids)
-    kernel.computations.extend(computations[c] for c in called)
-    entry = kernel.computations.add(name=fusion.name, id=next_id)
-    parameter_ids = {}
-    for number, operand_id in enumerate(dict.fromkeys(fusion.operand_ids)):
-      parameter = entry.instructions.add(
-          name=f"parameter.{number}", opcode="parameter", id=next_id + 1 + number, parameter_number=number)
-      parameter.shape.CopyFrom(instructions[operand_id].shape)
-      parameter_ids[operand_id] = parameter.id
-    root = entry.instructions.add()
-    root.CopyFrom(fusion)
-    del root.operand_ids[:]
-    root.operand_ids.extend(parameter_ids[o] for o in fusion.operand_ids)
-    entry.root_id = root.id
-    kernel.entry_computation_id = entry.id
-    kernels.append(kernel)
-  return kernels
-
-
 def kernel_graph(kernel: hlo_pb2.HloModuleProto, collection: str = "tile:xla",
                  source: Optional[str] = None) -> graphs.TileGraph:
   """An unlabelled tile graph of one kernel module, with one empty tile-size config."""
@@ -450,70 +293,7 @@ def kernel_graph(kernel: hlo_pb2.HloModuleProto, collection: str = "tile:xla",
   return graphs.validate_graph(source, kernel.name, collection, UNLABELLED_SPLIT, arrays)
 
 
-HloProto = Union[hlo_pb2.HloModuleProto, tuning_pb2.ModuleTuningData, tuning_pb2.TuningData]
-
-
-def _looks_like_module(module) -> bool:
-  return bool(module.computations) and all(c.instructions for c in module.computations) and all(
-      i.opcode for c in module.computations for i in c.instructions)
-
-
-def _is_plausibly(parsed) -> bool:
-  """Whether a successful parse is plausibly the message it was parsed as.
-
-  Protobuf parsing accepts bytes of another message type whenever the wire types happen to
-  agree, so the content decides: each kind must carry what its producer always writes. Tuning
-  data may have no runs yet (nothing measured); a program's still lists its configurable nodes.
-  """
-  if isinstance(parsed, tuning_pb2.TuningData):
-    return bool(parsed.modules) and all(
-        _looks_like_module(m.module) and all(r.WhichOneof("config") == "op_config" for r in m.runs)
-        for m in parsed.modules)
-  if isinstance(parsed, tuning_pb2.ModuleTuningData):
-    return (_looks_like_module(parsed.module) and bool(parsed.config_index_to_node)
-            and all(r.WhichOneof("config") == "module_config" for r in parsed.runs))
-  if isinstance(parsed, hlo_pb2.HloProto):
-    return _looks_like_module(parsed.hlo_module)
-  return _looks_like_module(parsed)
-
-
-def parse_hlo_proto(data: bytes, source: str) -> HloProto:
-  """Parses serialized bytes as ModuleTuningData, TuningData, HloModuleProto or HloProto (what
-  XLA's --xla_dump_hlo_as_proto writes, `*.hlo.pb`), whichever fits; an HloProto gives its module.
-
-  Raises:
-    graphs.GraphFileError: the bytes are none of them (not a proto, truncated, or another message).
-  """
-  if not data:
-    raise graphs.GraphFileError(source, "the file is empty")
-  for kind in (tuning_pb2.ModuleTuningData, tuning_pb2.TuningData, hlo_pb2.HloModuleProto, hlo_pb2.HloProto):
-    try:
-      parsed = kind.FromString(data)
-    except protobuf_message.DecodeError:
-      continue
-    if _is_plausibly(parsed):
-      return parsed.hlo_module if isinstance(parsed, hlo_pb2.HloProto) else parsed
-  raise graphs.GraphFileError(source, "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto "
-                      "(not a protocol buffer, truncated, or missing computations / configurable nodes / runs)")
-
-
-def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
-  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto."""
-  path = storage.as_path(path)
-  problem = storage.file_problem(path)
-  if problem:
-    raise graphs.GraphFileError(path, problem)
-  try:
-    with storage.open_binary(path) as stream:
-      data = stream.read()
-  except OSError as error:
-    raise graphs.GraphFileError(path, f"cannot read the file ({error.strerror or error})") from None
-  except tf.errors.OpError as error:
-    raise graphs.GraphFileError(path, f"cannot read the file ({error.message})") from None
-  return parse_hlo_proto(data, str(path))
-
-
-def graphs_of_proto(proto: HloProto, kernels: bool = False, source: Optional[str] = None) -> list[graphs.Graph]:
+def graphs_of_proto(proto: hlo_input.HloProto, kernels: bool = False, source: Optional[str] = None) -> list[graphs.Graph]:
   """The graphs a proto holds: a ModuleTuningData's layout graph, a TuningData's tile graph per
   kernel, a bare module's unlabelled program graph or, with `kernels` (an optimized module), one
   unlabelled tile graph per fusion. `source` (a file) is what errors name."""
@@ -522,10 +302,11 @@ def graphs_of_proto(proto: HloProto, kernels: bool = False, source: Optional[str
   if isinstance(proto, tuning_pb2.TuningData):
     return tile_graphs(proto, source=source)
   if kernels:
-    return [kernel_graph(k, source=source and f"{source} (fusion {k.name!r})") for k in kernel_modules(proto, source)]
+    return [kernel_graph(k, source=source and f"{source} (fusion {k.name!r})") for k in
+            fusion_kernels.kernel_modules(proto, source)]
   return [program_graph(proto, source=source)]
 
 
 def graphs_from_file(path: Union[str, os.PathLike], kernels: bool = False) -> list[graphs.Graph]:
   """The graphs in a .pb file, whatever it holds (graphs_of_proto), errors naming the file."""
-  return graphs_of_proto(read_hlo_file(path), kernels, str(path))
+  return graphs_of_proto(hlo_input.read_hlo_file(path), kernels, str(path))

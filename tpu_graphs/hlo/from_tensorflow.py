@@ -5,7 +5,7 @@ HloModuleProto of the program:
 
 * stage 'hlo' (unoptimized): the whole program, as a layout graph (featurize.program_graph).
 * stage 'optimized_hlo': after XLA's fusion passes; each fusion becomes a kernel module and a
-  tile graph (featurize.kernel_modules, featurize.kernel_graph).
+  tile graph (fusion_kernels.kernel_modules, featurize.kernel_graph).
 
 Nothing is measured, so the graphs are unlabelled like the release's test split. Optimization
 targets the machine compiling (a CPU here), not a TPU, so fusion boundaries differ from the
@@ -21,7 +21,7 @@ import tensorflow as tf
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from tpu_graphs.data import graphs
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, fusion_kernels
 from tpu_graphs.hlo import featurize
 
 
@@ -67,7 +67,7 @@ def from_tf_function(fn: Callable, *example_args, graph_id: Optional[str] = None
     program = candidates.program_candidates(module, num_candidates, seed, graph_id)
   kernel_graphs = ()
   if kernels:
-    kernel_modules = featurize.kernel_modules(hlo_module(fn, *example_args, optimized=True))
+    kernel_modules = fusion_kernels.kernel_modules(hlo_module(fn, *example_args, optimized=True))
     kernel_graphs = tuple(featurize.kernel_graph(k) if num_candidates is None
                           else candidates.kernel_candidates(k, num_candidates, seed) for k in kernel_modules)
   return ProgramGraphs(program=program, kernels=kernel_graphs)

@@ -1,7 +1,7 @@
 """Modules XLA dumps itself: TF/Keras programs compiled in a fresh process with
 XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_proto, the `HloProto` files a compiler engineer
 holds (`*.before_optimizations.hlo.pb`, the whole program; `*.cpu_after_optimizations.hlo.pb`,
-after fusion). The featurizers read them as they are (featurize.parse_hlo_proto, native/hlo).
+after fusion). The featurizers read them as they are (hlo_input.parse_hlo_proto, native/hlo).
 
 Three small programs of the kinds the release holds: a CNN, an RNN (an LSTM over tokens) and a
 transformer block (self-attention and an MLP, each with a residual and layer norm).

@@ -31,7 +31,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.data import npz
 from tpu_graphs.data import storage
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, fusion_kernels
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import tuning_pb2
@@ -237,7 +237,7 @@ def distinct_kernels(optimized) -> list:
   """The program's kernel modules (fusions, and convolutions and dots wrapped as fusions), without
   repeats of an identical kernel graph, in module order."""
   seen, kernels = set(), []
-  for kernel in featurize.kernel_modules(with_matrix_fusions(optimized)):
+  for kernel in fusion_kernels.kernel_modules(with_matrix_fusions(optimized)):
     nodes = featurize.module_features(kernel)
     digest = hashlib.sha256(nodes.node_feat.tobytes() + nodes.node_opcode.tobytes()
                             + nodes.edge_index.tobytes()).hexdigest()

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, fusion_kernels
 from tpu_graphs.synth import hardware
 
 # The tile model runs the zoo's kernels (32 px, batch <= 4) on a TPU shrunk by KERNEL_SCALE in its
@@ -82,7 +82,7 @@ class KernelWork:
 
 
 def kernel_work(kernel: hlo_pb2.HloModuleProto) -> KernelWork:
-  """The work of a kernel module (featurize.kernel_modules): entry root = the fusion instruction."""
+  """The work of a kernel module (fusion_kernels.kernel_modules): entry root = the fusion instruction."""
   output_dims, convolution_features = candidates.kernel_extents(kernel)
   by_id = {i.id: i for c in kernel.computations for i in c.instructions}
   entry = next(c for c in kernel.computations if c.id == kernel.entry_computation_id)

@@ -1,5 +1,5 @@
-"""Files Bazel builds for the native tests: in the calling test's runfiles under Bazel (its data),
-else in the checkout's bazel-bin/ (after `bazel build //native:all`)."""
+"""Files Bazel builds for the tests (native programs, shared fixtures): in the calling test's
+runfiles under Bazel (its data), else in the checkout's bazel-bin/ (after `bazel build`)."""
 
 import os
 import pathlib
@@ -14,4 +14,4 @@ def built(relative: str) -> pathlib.Path:
   for path in (runfiles, checkout):
     if path.exists():
       return path
-  pytest.fail(f"{relative} is not built: bazel build //native:all")
+  pytest.fail(f"{relative} is not built: bazel build //{pathlib.PurePath(relative).parent}:all")

@@ -1,6 +1,6 @@
-"""The one py_library rule every tpu_graphs subpackage uses."""
+"""The one py_library rule every tpu_graphs subpackage uses (tpu_graphs/<stage>/BUILD loads it)."""
 
-# The pipeline's stages in order (STYLE.md): a stage may import the stages before it, never after.
+# The pipeline's stages in order (docs/development.md): a stage may import the stages before it, never after.
 STAGES = ["data", "hlo", "synth", "models", "train", "export", "analysis"]
 
 def pipeline_stage(name):
