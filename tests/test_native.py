@@ -10,6 +10,7 @@ test uses bazel-bin/ (bazel build //native:rank //native:xla_aot_runtime).
 """
 
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -46,9 +47,11 @@ def tile_export(tmp_path_factory):
   return export_dir
 
 
-def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
+def _rank(mode: str, export_dir, path, json_path, environment=None) -> subprocess.CompletedProcess:
+  """//native:rank on one npz file; `environment` adds variables (TPU_GRAPHS_CPU_LEVEL, TPU_GRAPHS_NUM_THREADS)."""
   return subprocess.run([str(native_builds.built("native/rank")), f"--mode={mode}", f"--model={export_dir}", f"--input={path}",
-                         f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False)
+                         f"--top={TOP}", f"--json={json_path}"], capture_output=True, text=True, timeout=300, check=False,
+                        env={**os.environ, **(environment or {})})
 
 
 def _python_scores(export_dir, graph: graphs.Graph) -> np.ndarray:
@@ -131,7 +134,8 @@ def layout_python_scores(layout_export):
 
 @pytest.fixture(scope="module")
 def layout_library(layout_export):
-  """layout_export with its native library compiled: host-side pruning, then the static layout signatures."""
+  """layout_export with its native library compiled for every CPU level: host-side pruning, then
+  the static layout signatures (each bucket's context and chunk programs)."""
   native_library.compile_model_library(layout_export, native_builds.built("native/libxla_aot_runtime.a").parent)
   return layout_export
 
@@ -145,12 +149,27 @@ def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_export, 
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
 
 
+@pytest.mark.parametrize("level", native_library.CPUS)
+@pytest.mark.parametrize("threads", ["1", "3"])
 def test_compiled_layout_library_prunes_and_ranks_the_real_unet_3d_file_as_the_python_saved_model(
-    layout_library, layout_python_scores, tmp_path):
+    layout_library, layout_python_scores, level, threads, tmp_path):
+  """Every compiled CPU level (TPU_GRAPHS_CPU_LEVEL picks one) and any number of threads over the
+  config chunks score alike."""
   graph, expected = layout_python_scores(REAL_LAYOUT_FILES[0])
-  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json")
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json",
+                 {"TPU_GRAPHS_CPU_LEVEL": level, "TPU_GRAPHS_NUM_THREADS": threads})
+  if f"TPU_GRAPHS_CPU_LEVEL={level} names no level" in result.stderr:
+    pytest.skip(f"this CPU does not run {level} code")
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
+
+
+def test_compiled_layout_library_refuses_a_cpu_level_it_was_not_compiled_for(layout_library, tmp_path):
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json",
+                 {"TPU_GRAPHS_CPU_LEVEL": "x86-64-v2"})
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert ("TPU_GRAPHS_CPU_LEVEL=x86-64-v2 names no level this library was compiled for (x86-64, x86-64-v3, "
+          "x86-64-v4) that this CPU runs") in result.stderr
 
 
 def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(layout_library, tmp_path):
@@ -168,7 +187,8 @@ def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout
                       "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
-      b.signature_name for b in static_layout.layout_buckets(1, saved_model.CONFIGS_PER_CALL["layout"])]
+      b.signature_name for b in static_layout.layout_buckets(1)]
+  assert compiled["cpus"] == list(native_library.CPUS)
 
 
 def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **replaced) -> pathlib.Path:
@@ -189,7 +209,14 @@ def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **re
   return path
 
 
-_LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
+_LARGEST_NODES, _, _LARGEST_CONFIGURABLE, _ = static_layout.LAYOUT_SIZES[-1]
+_HUB_EDGES = static_layout.NEIGHBOUR_SLOTS + 1  # more edges than a neighbour table's row holds: a hub
+
+
+def _fan_outs(producers: int) -> np.ndarray:
+  """edge_index of ops 0..producers-1 each feeding _HUB_EDGES ops of their own (after them)."""
+  consumers = producers + np.arange(producers * _HUB_EDGES)
+  return np.stack([consumers, np.repeat(np.arange(producers), _HUB_EDGES)], 1)
 
 
 @pytest.mark.parametrize("replaced, message", [
@@ -204,6 +231,10 @@ _LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
     ({"node_config_ids": np.array([3, 3])}, "node_config_ids lists op 3 more than once"),
     ({"edge_index": np.array([[1, 0], [0, 1]])}, "edge_index has a cycle"),
     ({"edge_index": np.array([[1, 0], [6, 2]])}, "edge_index row 1 names op 6, outside [0, 6)"),
+    ({"nodes": (static_layout.HUB_ROWS + 1) * (_HUB_EDGES + 1), "configurable": np.arange(static_layout.HUB_ROWS + 1),
+      "edge_index": _fan_outs(static_layout.HUB_ROWS + 1)},
+     f"the pruned graph has {static_layout.HUB_ROWS + 1} ops with more than {static_layout.NEIGHBOUR_SLOTS} consumers "
+     f"each; this model was compiled for at most {static_layout.HUB_ROWS} such ops"),
 ])
 def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_library, tmp_path, replaced, message):
   path = _layout_file(tmp_path, **replaced)
@@ -212,9 +243,14 @@ def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_lib
   assert message in result.stderr and not (tmp_path / "best.json").exists()
 
 
-def test_compiled_layout_library_scores_a_small_graph_as_the_python_saved_model(layout_library, tmp_path):
-  """A graph the smallest bucket holds, with fewer configs than one call and an op pruning drops."""
-  path = _layout_file(tmp_path, nodes=9, configurable=(7, 2))
+@pytest.mark.parametrize("replaced", [
+    {"nodes": 9, "configurable": (7, 2)},  # fewer configs than a chunk, an op pruning drops
+    # Op 0 feeds ops 1.._HUB_EDGES, which all feed the last op: a hub each way.
+    {"nodes": _HUB_EDGES + 2, "configurable": (0, 3, _HUB_EDGES + 1), "edge_index": np.concatenate(
+        [_fan_outs(1), np.stack([np.full(_HUB_EDGES, _HUB_EDGES + 1), np.arange(1, _HUB_EDGES + 1)], 1)])},
+])
+def test_compiled_layout_library_scores_a_small_graph_as_the_python_saved_model(layout_library, tmp_path, replaced):
+  path = _layout_file(tmp_path, **replaced)
   result = _rank("aot", layout_library, path, tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
   graph = npz.read_graph(path)
