@@ -5,9 +5,15 @@
 
 * tile (native.md): the first 100 configs of the real sample's median-size kernel with at least
   100 configs (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
-* layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops),
-  one call (the Ranker's default of 2,048 configs per call); the SavedModel prunes the graph inside
-  its graph, the AOT library on the host (native/layout_pruning.cc) before its compiled bucket.
+* layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops,
+  62 configurable) and the first 1,000 of the real 21,918-op nlp test graph (848 configurable),
+  one call each; the SavedModel prunes the graph inside its graph, the AOT library on the host
+  (native/layout_pruning.cc) before its compiled bucket's context and chunk programs (one thread
+  per core over the chunks; also one thread, TPU_GRAPHS_NUM_THREADS=1). Beside this tree's model,
+  today's: the layout model of --previous_commit exported from that commit's tree (git archive),
+  through its Python SavedModel. Per config: the multiply-adds of the chunk program's dense
+  layers on its padded bucket (twice as FLOPs), and the share of the machine's float32 peak
+  (machine_peak_flops) that the library's calls reach.
 
 * module (native_module.md): a module's bytes to its best configs, the question a compiler asks:
   the real sample's layout tuning data (unet_3d, its runs ignored) and a transformer block XLA
@@ -27,6 +33,7 @@ a layout model of the default size pruning to configurable ops (prune_hops 0, th
 """
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -49,8 +56,11 @@ RUNTIME_DIR = locations.REPOSITORY / "bazel-bin" / "native"
 # Tile models measured: experiment -> its model's size.
 TILE_MODELS = {"quickstart": "default size (64 units, 3 layers)", "smallest": "`--experiment smallest` (16 units, 1 layer)"}
 WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank --mode=capi`)",
-        "x86-64": "AOT library for any x86-64 (`rank --mode=aot`)",
-        "x86-64-v3": "AOT library for x86-64-v3, AVX2 (`compile_native.py --cpu=x86-64-v3`)"}
+        "x86-64": "AOT library, its x86-64 code (`TPU_GRAPHS_CPU_LEVEL=x86-64`)",
+        "x86-64-v3": "AOT library, its x86-64-v3 code, AVX2 (`TPU_GRAPHS_CPU_LEVEL=x86-64-v3`)",
+        "x86-64-v4": "AOT library, its x86-64-v4 code, AVX-512 (`rank --mode=aot`: the CPU's newest)"}
+NLP_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
+NLP_CONFIGS = 1000
 
 _CALLS = flags.DEFINE_integer("calls", 300, "Tile calls timed per way.")
 _LAYOUT_CALLS = flags.DEFINE_integer("layout_calls", 5, "Layout calls timed per way.")
@@ -65,6 +75,9 @@ _LAYOUT_OUT = flags.DEFINE_string("layout_out", str(benchmark_results.default_pa
                                   "Markdown table of layout models.")
 _MODULE_OUT = flags.DEFINE_string("module_out", str(benchmark_results.default_path("native_module")),
                                   "Markdown table of module calls.")
+_PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "6aa916c",
+                                       "Commit whose layout model is today's, measured beside this tree's (main "
+                                       "when issue 51 was taken up).")
 _KINDS = flags.DEFINE_list("kinds", ["tile", "layout", "module"], "What is measured (tile, layout, module), each "
                            "written to its table.")
 MODULE_CANDIDATES = {"layout": 100, "tile": 50}
@@ -139,19 +152,22 @@ def peak_rss_mb() -> float:
   raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def _run(command: list) -> str:
-  completed = subprocess.run(command, capture_output=True, text=True, check=False)
+def _run(command: list, environment=None) -> str:
+  completed = subprocess.run(command, capture_output=True, text=True, check=False,
+                             env={**os.environ, **(environment or {})})
   if completed.returncode:
     raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{completed.stderr[-2000:]}")
   return completed.stdout
 
 
-def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int) -> dict:
-  """{"seconds": median per call, "peak_mb": peak RSS} of one way, in a fresh process."""
+def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int, environment=None) -> dict:
+  """{"seconds": median per call, "peak_mb": peak RSS} of one way, in a fresh process; `environment`
+  adds variables (the library's TPU_GRAPHS_CPU_LEVEL, TPU_GRAPHS_NUM_THREADS)."""
   if way == "python":
     stdout = _run([sys.executable, __file__, f"--measure={path}", f"--model={model}", f"--calls={calls}"])
     return json.loads(stdout.strip().splitlines()[-1])
-  stdout = _run([str(RANK), f"--mode={way}", f"--model={model}", f"--input={path}", f"--repeat={calls}"])
+  stdout = _run([str(RANK), f"--mode={way}", f"--model={model}", f"--input={path}", f"--repeat={calls}"],
+                environment)
   return {"seconds": float(stdout.split("median call: ")[1].split()[0]),
           "peak_mb": int(stdout.split("peak RSS: ")[1].split()[0]) / 1024}
 
@@ -170,11 +186,11 @@ def measure_tile(temporary: pathlib.Path) -> None:
     model = untrained.export_untrained("tile:xla", temporary / experiment, experiment=experiment,
                                          static_signatures=True)
     tile[size] = {way: measure(way, model, tile_file, _CALLS.value) for way in ("python", "capi")}
-    for cpu in native_library.CPUS:  # each compiled into export/native/ in turn, then measured
-      start = time.perf_counter()
-      library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
-      compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
-      tile[size][cpu] = {**measure("aot", model, tile_file, _CALLS.value), **compiled}
+    start = time.perf_counter()
+    library = native_library.compile_model_library(model, RUNTIME_DIR)
+    tile[size]["library"] = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
+    for cpu in native_library.CPUS:
+      tile[size][cpu] = measure("aot", model, tile_file, _CALLS.value, {"TPU_GRAPHS_CPU_LEVEL": cpu})
   tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
                          for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
   rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
@@ -183,9 +199,9 @@ def measure_tile(temporary: pathlib.Path) -> None:
       rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
                   f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
   rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| tile model library, {size}, {cpu} ({len(static_shapes.TILE_BUCKETS)} buckets, weights, XLA AOT runtime; compiled in "
-           f"{measured[cpu]['compile_s']:.0f} s) | {measured[cpu]['library_bytes']:,} |"
-           for size, measured in tile.items() for cpu in native_library.CPUS]
+  rows += [f"| tile model library, {size}, {', '.join(native_library.CPUS)} ({len(static_shapes.TILE_BUCKETS)} "
+           f"buckets each, weights, XLA AOT runtime; compiled in {measured['library']['compile_s']:.0f} s) | "
+           f"{measured['library']['library_bytes']:,} |" for size, measured in tile.items()]
   rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",
            f"| TensorFlow libraries the C API loads (libtensorflow_cc.so.2, libtensorflow_framework.so.2) | "
            f"{tensorflow_bytes:,} |"]
@@ -195,31 +211,100 @@ def measure_tile(temporary: pathlib.Path) -> None:
       "\n".join(rows), _OUT.value)
 
 
+def machine_peak_flops() -> float:
+  """The machine's float32 peak FLOP/s: cores x nominal clock (/proc/cpuinfo) x FLOPs per cycle of
+  two fused multiply-add units of the widest vectors the CPU has (AVX-512: 2 x 16 lanes x 2; AVX2
+  and FMA: 2 x 8 x 2; else SSE's 2 x 4 without fusing)."""
+  info = pathlib.Path("/proc/cpuinfo").read_text()
+  flags_line = next(line for line in info.splitlines() if line.startswith("flags")).split()
+  megahertz = float(next(line for line in info.splitlines() if line.startswith("cpu MHz")).split(":")[1])
+  per_cycle = 64 if "avx512f" in flags_line else 32 if "fma" in flags_line else 8
+  return len(os.sched_getaffinity(0)) * megahertz * 1e6 * per_cycle
+
+
+def chunk_flops_per_config(bucket) -> float:
+  """FLOPs per config of a layout bucket's chunk program for the default recipe's model: twice the
+  multiply-adds of the per-config half's dense layers on every padded row (op rows; the row layer
+  on configurable slots; the context's projection once per chunk of bucket.configs)."""
+  import tensorflow as tf
+  from tpu_graphs.export import saved_model
+  from tpu_graphs.train import experiments
+  scorer = experiments.experiment("layout", "layout:xla:default").model.model_builder(experiments.DataDerived())(
+      saved_model.model_input_spec("layout"))
+  config_scorer = scorer.get_layer("config_scorer")
+  multiply_adds = 0.0
+  for dense in config_scorer.submodules:
+    if isinstance(dense, tf.keras.layers.Dense):
+      rows = {id(config_scorer._row): bucket.configurable + 1,  # pylint: disable=protected-access
+              id(config_scorer._context): bucket.nodes / bucket.configs}.get(id(dense), bucket.nodes)  # pylint: disable=protected-access
+      multiply_adds += rows * dense.kernel.shape[0] * dense.kernel.shape[1]
+  return 2.0 * multiply_adds
+
+
+def layout_graph_file(temporary: pathlib.Path, relative: str, configs) -> pathlib.Path:
+  """The sample's layout file with its first `configs` configs (None: all), where //native:rank
+  reads its collection from the path."""
+  import numpy as np
+  path = temporary / "graphs" / pathlib.PurePosixPath(relative).relative_to("npz")
+  path.parent.mkdir(parents=True, exist_ok=True)
+  arrays = dict(np.load(locations.sample_path(relative)))
+  np.savez(path, **{name: value[:configs] if name in ("node_config_feat", "config_runtime") else value
+                    for name, value in arrays.items()})
+  return path
+
+
+def export_previous_layout_model(temporary: pathlib.Path) -> pathlib.Path:
+  """Today's layout model (--previous_commit's), untrained at its default size pruning to
+  configurable ops, exported by that commit's own code."""
+  tree = locations.checkout(_PREVIOUS_COMMIT.value, temporary / "previous_tree")
+  locations.run_with_tree([sys.executable, "-c", "import sys; from tpu_graphs.export import untrained; "
+                           "untrained.export_untrained('layout:xla:default', sys.argv[1], prune_hops=0)",
+                           str(temporary / "previous")], tree, cwd=tree)
+  return temporary / "previous" / "layout"
+
+
 def measure_layout(temporary: pathlib.Path) -> None:
-  """Measures a layout model every way and writes --layout_out."""
+  """Measures the layout models every way on both graphs and writes --layout_out."""
   from tpu_graphs.export import native_library
   model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0,
-                                       static_signatures=True)
-  graph = locations.sample_path(LAYOUT_GRAPH)
-  layout = {way: measure(way, model, graph, _LAYOUT_CALLS.value) for way in ("python", "capi")}
-  for cpu in native_library.CPUS:
-    start = time.perf_counter()
-    library = native_library.compile_model_library(model, RUNTIME_DIR, cpu)
-    compiled = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
-    layout[cpu] = {**measure("aot", model, graph, _LAYOUT_CALLS.value), **compiled}
-  rows = ["| layout model (default size: 64 units, 3 layers; pruned to its configurable ops) | per call (1,965 "
-          "configs) | per config | vs Python | peak RSS |", "|---|---:|---:|---:|---:|"]
-  rows += [f"| {WAYS[way]} | {measured['seconds'] * 1e3:,.1f} ms | {measured['seconds'] / 1965 * 1e6:,.1f} µs | "
-           f"{layout['python']['seconds'] / measured['seconds']:,.1f}× | {measured['peak_mb']:,.0f} MB |"
-           for way, measured in layout.items()]
-  rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| layout model library, {cpu} ({len(native_library.static_buckets(model))} buckets, weights, host-side "
-           f"pruning, XLA AOT runtime; compiled in {layout[cpu]['compile_s']:.0f} s) | {layout[cpu]['library_bytes']:,} |"
-           for cpu in native_library.CPUS]
+                                     static_signatures=True)
+  previous = export_previous_layout_model(temporary)
+  start = time.perf_counter()
+  library = native_library.compile_model_library(model, RUNTIME_DIR)
+  compile_s, library_bytes = time.perf_counter() - start, library.stat().st_size
+  graphs = {"unet_3d.4x4.bf16 (3,163 ops, 62 configurable; all 1,965 configs; 64-op bucket)":
+            (layout_graph_file(temporary, LAYOUT_GRAPH, None), 1965, 64),
+            f"nlp test graph (21,918 ops, 848 configurable; first {NLP_CONFIGS:,} configs; 1,024-op bucket)":
+            (layout_graph_file(temporary, NLP_GRAPH, NLP_CONFIGS), NLP_CONFIGS, 1024)}
+  peak = machine_peak_flops()
+  buckets = {b.nodes: b for b in native_library.static_buckets(model)}
+  ways = {f"today's model ({_PREVIOUS_COMMIT.value}): Python SavedModel (plain signature)": ("python", previous, {}),
+          "this model: " + WAYS["python"]: ("python", model, {}), "this model: " + WAYS["capi"]: ("capi", model, {}),
+          **{"this model: " + WAYS[cpu]: ("aot", model, {"TPU_GRAPHS_CPU_LEVEL": cpu}) for cpu in native_library.CPUS},
+          "this model: AOT library, the CPU's newest code, one thread (`TPU_GRAPHS_NUM_THREADS=1`)":
+          ("aot", model, {"TPU_GRAPHS_NUM_THREADS": "1"})}
+  rows = [f"| graph | way | per call | per config | vs today's Python | GFLOP/s (share of {peak / 1e9:,.0f}) "
+          "| peak RSS |", "|---|---|---:|---:|---:|---:|---:|"]
+  for graph_name, (path, configs, nodes) in graphs.items():
+    flops = chunk_flops_per_config(buckets[nodes])
+    measured = {name: measure(way, export, path, _LAYOUT_CALLS.value, environment)
+                for name, (way, export, environment) in ways.items()}
+    today = next(iter(measured.values()))["seconds"]
+    for name, m in measured.items():
+      achieved = f"{flops * configs / m['seconds'] / 1e9:,.1f} ({flops * configs / m['seconds'] / peak:.1%})" if (
+          ways[name][0] == "aot") else ""
+      rows.append(f"| {graph_name} | {name} | {m['seconds'] * 1e3:,.1f} ms | {m['seconds'] / configs * 1e6:,.1f} µs | "
+                  f"{today / m['seconds']:,.1f}× | {achieved} | {m['peak_mb']:,.0f} MB |")
+    rows.append(f"| {graph_name} | FLOPs per config of the chunk program | | {flops / 1e6:,.2f} M | | | |")
+  rows += ["", "| size | bytes |", "|---|---:|",
+           f"| layout model library, {', '.join(native_library.CPUS)} ({len(buckets)} buckets of a context and a "
+           f"chunk program each, weights, host-side pruning, XLA AOT runtime; compiled in {compile_s:.0f} s) | "
+           f"{library_bytes:,} |"]
   benchmark_results.write(
-      "native", f"Calling a layout model without Python: the real unet_3d.4x4.bf16 layout graph (3,163 ops, 62 "
-      f"configurable; every config, median of {_LAYOUT_CALLS.value} calls), an untrained model, each way in a fresh "
-      "process", "\n".join(rows), _LAYOUT_OUT.value)
+      "native", "Calling a layout model without Python: real layout graphs, untrained models of the default "
+      "recipe's size (this tree's: 64 context units, 2 context rounds, 32 config units, 3 config rounds; today's: "
+      f"64 units, 3 layers), pruned to configurable ops, median of {_LAYOUT_CALLS.value} calls after a first, each "
+      "way in a fresh process", "\n".join(rows), _LAYOUT_OUT.value)
 
 
 def measure_module_way(way: str, model: pathlib.Path, path: pathlib.Path, kernels: bool) -> dict:
@@ -242,12 +327,12 @@ def measure_module(temporary: pathlib.Path) -> None:
   from tpu_graphs.hlo import featurize, hlo_input, xla_dumps
   dump = xla_dumps.dump_programs(["transformer_block"], temporary / "dumps")["transformer_block"]
   layout_proto = locations.sample_path("pb/official_testdata/module_tuning_data_layout.pb")
-  cpu = "x86-64-v3"
+  cpu = "x86-64-v4"
   models = {"layout": untrained.export_untrained("layout:xla:default", temporary / "module_layout", prune_hops=0,
                                                  static_signatures=True),
             "tile": untrained.export_untrained("tile:xla", temporary / "module_tile", static_signatures=True)}
   for model in models.values():
-    native_library.compile_model_library(model, RUNTIME_DIR, cpu)
+    native_library.compile_model_library(model, RUNTIME_DIR, [cpu])
   inputs = [("the real unet_3d.4x4.bf16 layout tuning data (`module_tuning_data_layout.pb`, runs ignored)",
              layout_proto, "layout", False),
             ("a transformer block XLA dumped (`*.before_optimizations.hlo.pb`)", dump.before_optimizations,
@@ -290,8 +375,7 @@ def main(argv):
   unknown = set(_KINDS.value) - {"tile", "layout", "module"}
   if unknown:
     raise SystemExit(f"--kinds: unknown {sorted(unknown)}; known: tile, layout, module")
-  for built in (RANK, RUNTIME_DIR / native_library.FEATURIZER_ARCHIVE,
-                *(RUNTIME_DIR / archive for _, archive in native_library.CPUS.values())):
+  for built in (RANK, RUNTIME_DIR / native_library.FEATURIZER_ARCHIVE, RUNTIME_DIR / native_library.RUNTIME_ARCHIVE):
     if not built.exists():
       raise SystemExit(f"{built} is missing: bazel build //native:all")
   with tempfile.TemporaryDirectory() as temporary:

@@ -5,7 +5,9 @@
 
 * layout: the first --configs (1,000) configs of the real 21,918-node nlp default test graph,
   scored with tpu_graphs.export.Ranker (chunks of --configs_per_call): load time, the first call
-  (graph optimization included) and a warm repeat, and the peak RSS of the whole process;
+  (graph optimization included) and a warm repeat, and the peak RSS of the whole process; without
+  --layout_model, also today's layout model (--previous_commit's, exported by that commit's own
+  code from a git archive of it) the same way, and how much faster the warm call is now;
 * tile: every config of every kernel under the embedded generated tile:xla tree and the real tile
   sample: kernels/s and configs/s, warm.
 
@@ -42,6 +44,9 @@ _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", None, "Configs per 
 _PRUNE_HOPS = flags.DEFINE_integer("prune_hops", 0, "For the untrained layout model: neighbourhood kept around configurable ops.")
 _MEASURE = flags.DEFINE_enum("measure", None, ["layout", "tile"], "Internal: run one measurement in this process.")
 _MODEL = flags.DEFINE_string("model", None, "Internal: the model of --measure.")
+_PREVIOUS_COMMIT = flags.DEFINE_string("previous_commit", "6aa916c",
+                                       "Commit whose untrained layout model is today's, measured beside this tree's "
+                                       "(main when issue 51 was taken up); '' = skip.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("serve")), "Markdown table to write.")
 
 
@@ -109,9 +114,17 @@ def main(argv):
     tile = pathlib.Path(_TILE_MODEL.value or untrained.export_untrained("tile:xla", temporary))
     extra = [f"--configs={_CONFIGS.value}"] + ([f"--configs_per_call={_CONFIGS_PER_CALL.value}"]
                                                 if _CONFIGS_PER_CALL.value else [])
+    previous = None
+    if _PREVIOUS_COMMIT.value and not _LAYOUT_MODEL.value:
+      tree = locations.checkout(_PREVIOUS_COMMIT.value, pathlib.Path(temporary) / "previous_tree")
+      locations.run_with_tree([sys.executable, "-c", "import sys; from tpu_graphs.export import untrained; "
+                               "untrained.export_untrained('layout:xla:default', sys.argv[1], prune_hops=int(sys.argv[2]))",
+                               str(pathlib.Path(temporary) / "previous"), str(_PRUNE_HOPS.value)], tree, cwd=tree)
+      previous = _measured("layout", pathlib.Path(temporary) / "previous" / "layout", extra)
     layout, tile = _measured("layout", layout, extra), _measured("tile", tile, [])
   models = "the given SavedModels" if _LAYOUT_MODEL.value or _TILE_MODEL.value else \
-      f"untrained models of the default size (64 units, 3 layers; layout pruned to {_PRUNE_HOPS.value} hops)"
+      ("untrained models of the default size (tile: 64 units, 3 layers; layout: 64 context units, 2 context rounds, "
+       f"32 config units, 3 config rounds, pruned to {_PRUNE_HOPS.value} hops)")
   table = [
       "| measure | value |", "|---|---:|",
       f"| layout: the nlp test graph's ops / configurable ops / configs scored | {layout['nodes']:,} / "
@@ -122,6 +135,12 @@ def main(argv):
       f"| layout: warm call | {layout['warm_call_s']:.2f} s |",
       f"| layout: peak RSS of the process (after loading) | {layout['peak_rss_mb']:,.0f} MB "
       f"({layout['peak_rss_after_load_mb']:,.0f} MB) |",
+      *([f"| layout, today's model ({_PREVIOUS_COMMIT.value}): first call / warm call | "
+         f"{previous['first_call_s']:.2f} s / {previous['warm_call_s']:.2f} s |",
+         f"| layout, today's model ({_PREVIOUS_COMMIT.value}): peak RSS of the process | "
+         f"{previous['peak_rss_mb']:,.0f} MB |",
+         f"| layout: warm call, today's model over this one | {previous['warm_call_s'] / layout['warm_call_s']:.1f}× |"]
+        if previous else []),
       f"| tile: kernels / configs scored (embedded generated tile:xla and the real tile sample) | "
       f"{tile['kernels']:,} / {tile['configs']:,} |",
       f"| tile: warm kernels/s | {tile['kernels_per_s']:,.0f} |",

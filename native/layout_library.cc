@@ -1,22 +1,38 @@
 // The layout half of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
-// one layout model, one class per size bucket (tpu_graphs/export/static_layout.py). Compiled per
-// model by baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes
-// every bucket's header and defines TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X) as
-// X(class, hops, nodes, edges, configurable, configs) per bucket, smallest first.
+// one layout model: per size bucket (tpu_graphs/export/static_layout.py) a context class (the op
+// states no config changes) and a chunk class (scores of C configs given the context), each
+// compiled for several CPU levels. Compiled per model by baselines/compile_native.py, which
+// generates TPU_GRAPHS_BUCKETS_HEADER: it includes every class's header and defines
+// TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first, and
+// TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) as X(LEVEL::context, LEVEL::chunk, hops, nodes,
+// edges, configurable, configs) per bucket, smallest first.
 //
 // A call checks the input as the SavedModel's plain signature does inside its graph
-// (saved_model.checked_arrays), prunes the graph as its graph does (layout_pruning.cc), and
-// scores the pruned graph in the smallest bucket it fits.
+// (saved_model.checked_arrays), prunes the graph as its graph does (layout_pruning.cc), picks the
+// smallest bucket the pruned graph fits, computes the context once and then the chunks of configs,
+// spread over the cores (one thread per core, each with its own buffers), in the code of the
+// newest CPU level this CPU runs.
 
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "hlo/library_ranking.h"
 #include "layout_pruning.h"
 #include "library_checks.h"
+#include "neighbour_tables.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
 
@@ -24,12 +40,13 @@ namespace {
 
 using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
-using tpu_graphs_library::CpuCanRun;
+using tpu_graphs_library::ChooseCpuLevel;
 using tpu_graphs_library::Fail;
 
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
 constexpr float kLowestLayoutValue = -1, kHighestLayoutValue = 5;  // graphs.LAYOUT_VALUE_RANGE
+constexpr int64_t kNeighbourSlots = TPU_GRAPHS_NEIGHBOUR_SLOTS, kHubRows = TPU_GRAPHS_HUB_ROWS;  // static_layout.py
 
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
@@ -94,55 +111,201 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
   return TPU_GRAPHS_OK;
 }
 
-// Scores the pruned graph in the bucket of `Model`: its arrays are copied into the bucket's
-// argument buffers once, then the configs `configs` at a time, the last call filled up with
-// copies of the last config (as the plain signature fills its last chunk). Rows past the counts
-// are left as they are: the program zeroes them into a filler graph component.
-template <class Model>
-int ScoreInBucket(int64_t configurable_slots, int64_t configs, const float* node_feat, const uint8_t* node_opcode,
-                  const tpu_graphs::PrunedLayout& pruned, int64_t num_configs, const float* node_config_feat,
-                  float* scores, char* message, size_t message_size) {
-  thread_local Model model;  // one set of buffers per thread and bucket, reused between calls
+// The arrays of one call after pruning, as every bucket takes them.
+struct PrunedCall {
+  const float* node_feat;                 // the whole graph's [num_nodes][140]
+  const uint8_t* node_opcode;             // the whole graph's [num_nodes]
+  const tpu_graphs::PrunedLayout* pruned;
+  int64_t num_configs;
+  const float* node_config_feat;          // [num_configs][num_configurable][18]
+  float* scores;                          // [num_configs]
+};
+
+// What both programs of a bucket read besides the configs: the pruned graph's neighbour tables
+// (static_layout.py) and each op's configurable slot, built once per call.
+struct BucketGraph {
+  tpu_graphs::NeighbourTable producers, consumers;
+  std::vector<int32_t> op_slot;  // [nodes], `configurable` for an op no config sets
+};
+
+// How many threads score the chunks: one per core this process may run on (sched_getaffinity),
+// or TPU_GRAPHS_NUM_THREADS (e.g. 1 in a compiler that runs its own threads), at most `chunks`.
+int64_t ThreadsFor(int64_t chunks) {
+  int64_t threads = 0;
+  if (const char* wanted = std::getenv("TPU_GRAPHS_NUM_THREADS")) threads = std::atoll(wanted);
+  if (threads < 1) {
+    cpu_set_t cores;
+    threads = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores)
+                                                                : std::thread::hardware_concurrency();
+  }
+  return std::max<int64_t>(1, std::min(threads, chunks));
+}
+
+void SetTable(const tpu_graphs::NeighbourTable& table, int32_t* slots, int32_t* degrees, float* hubs,
+              int32_t* hub_of) {
+  std::memcpy(slots, table.slots.data(), sizeof(int32_t) * table.slots.size());
+  std::memcpy(degrees, table.degrees.data(), sizeof(int32_t) * table.degrees.size());
+  std::memcpy(hubs, table.hubs.data(), sizeof(float) * table.hubs.size());
+  std::memcpy(hub_of, table.hub_of.data(), sizeof(int32_t) * table.hub_of.size());
+}
+
+// The pruned graph (ops, their features and opcodes gathered from the whole graph's, edges,
+// neighbour tables and counts) copied into a program's argument buffers. Op and edge rows past
+// the counts are left as they are: the programs mask them, and the tables name none.
+template <class Program>
+void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph) {
+  const tpu_graphs::PrunedLayout& pruned = *call.pruned;
   const int64_t num_nodes = static_cast<int64_t>(pruned.kept_ops.size());
   const int64_t num_edges = static_cast<int64_t>(pruned.edge_index.size() / 2);
-  const int64_t num_configurable = static_cast<int64_t>(pruned.node_config_ids.size());
-  float* feat = model.arg_feed_node_feat_data();
-  uint8_t* opcode = model.arg_feed_node_opcode_data();
+  float* feat = program->arg_feed_node_feat_data();
+  uint8_t* opcode = program->arg_feed_node_opcode_data();
   for (int64_t i = 0; i < num_nodes; ++i) {
-    std::memcpy(feat + i * kNodeFeatures, node_feat + pruned.kept_ops[i] * kNodeFeatures, sizeof(float) * kNodeFeatures);
-    opcode[i] = node_opcode[pruned.kept_ops[i]];
+    std::memcpy(feat + i * kNodeFeatures, call.node_feat + pruned.kept_ops[i] * kNodeFeatures,
+                sizeof(float) * kNodeFeatures);
+    opcode[i] = call.node_opcode[pruned.kept_ops[i]];
   }
-  std::memcpy(model.arg_feed_edge_index_data(), pruned.edge_index.data(), sizeof(int64_t) * num_edges * 2);
-  std::memcpy(model.arg_feed_node_config_ids_data(), pruned.node_config_ids.data(), sizeof(int64_t) * num_configurable);
-  *model.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
-  *model.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
-  *model.arg_feed_num_configurable_data() = static_cast<int32_t>(num_configurable);
-  *model.arg_feed_num_configs_data() = static_cast<int32_t>(configs);
+  std::memcpy(program->arg_feed_edge_index_data(), pruned.edge_index.data(), sizeof(int64_t) * num_edges * 2);
+  SetTable(graph.producers, program->arg_feed_producers_data(), program->arg_feed_producers_degrees_data(),
+                    program->arg_feed_producers_hubs_data(), program->arg_feed_producers_hub_of_data());
+  SetTable(graph.consumers, program->arg_feed_consumers_data(), program->arg_feed_consumers_degrees_data(),
+                    program->arg_feed_consumers_hubs_data(), program->arg_feed_consumers_hub_of_data());
+  *program->arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
+  *program->arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+}
+
+// Scores chunks of `configs` configs, taking chunk numbers from `next` until none is left, in
+// this thread's own buffers; the last chunk is filled up with copies of the last config.
+// Returns false with `error` set if a program fails.
+template <class Chunk>
+bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, int64_t configurable_slots, int64_t configs,
+                 const float* context, int64_t context_floats, std::atomic<int64_t>* next, std::string* error) {
+  thread_local Chunk program;  // one set of buffers per thread and bucket, reused between calls
+  SetGraph(&program, call, graph);
+  const tpu_graphs::PrunedLayout& pruned = *call.pruned;
+  const int64_t num_configurable = static_cast<int64_t>(pruned.node_config_ids.size());
+  std::memcpy(program.arg_feed_op_slot_data(), graph.op_slot.data(), sizeof(int32_t) * graph.op_slot.size());
+  std::memcpy(program.arg_feed_node_config_ids_data(), pruned.node_config_ids.data(),
+              sizeof(int64_t) * num_configurable);
+  std::memcpy(program.arg_feed_context_data(), context, sizeof(float) * context_floats);
+  *program.arg_feed_num_configurable_data() = static_cast<int32_t>(num_configurable);
+  *program.arg_feed_num_configs_data() = static_cast<int32_t>(configs);
   const int64_t config_values = num_configurable * kLayoutValues;
-  for (int64_t start = 0; start < num_configs; start += configs) {
-    float* rows = model.arg_feed_node_config_feat_data();
+  const int64_t chunks = (call.num_configs + configs - 1) / configs;
+  for (int64_t chunk = next->fetch_add(1); chunk < chunks; chunk = next->fetch_add(1)) {
+    const int64_t start = chunk * configs;
+    float* rows = program.arg_feed_node_config_feat_data();
     for (int64_t i = 0; i < configs; ++i) {
-      const int64_t config = start + i < num_configs ? start + i : num_configs - 1;
-      std::memcpy(rows + i * configurable_slots * kLayoutValues, node_config_feat + config * config_values,
+      const int64_t config = std::min(start + i, call.num_configs - 1);
+      std::memcpy(rows + i * configurable_slots * kLayoutValues, call.node_config_feat + config * config_values,
                   sizeof(float) * config_values);
     }
-    if (!model.Run()) {
-      return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
-                  model.error_msg().c_str());
+    if (!program.Run()) {
+      *error = program.error_msg();
+      return false;
     }
-    const int64_t count = num_configs - start < configs ? num_configs - start : configs;
-    std::memcpy(scores + start, model.result_fetch_scores_data(), sizeof(float) * count);
+    const int64_t count = std::min(configs, call.num_configs - start);
+    std::memcpy(call.scores + start, program.result_fetch_scores_data(), sizeof(float) * count);
+  }
+  return true;
+}
+
+// Scores the pruned graph in the bucket of `Context` and `Chunk`: its neighbour tables, the
+// context once, then the chunks over ThreadsFor(chunks) threads, this one among them.
+template <class Context, class Chunk>
+int ScoreInBucket(int64_t nodes, int64_t edges, int64_t configurable_slots, int64_t configs, const PrunedCall& call,
+                  char* message, size_t message_size) {
+  const tpu_graphs::PrunedLayout& pruned = *call.pruned;
+  BucketGraph graph{
+      tpu_graphs::BuildNeighbourTable(pruned.edge_index, 0, nodes, edges, kNeighbourSlots, kHubRows),
+      tpu_graphs::BuildNeighbourTable(pruned.edge_index, 1, nodes, edges, kNeighbourSlots, kHubRows),
+      std::vector<int32_t>(nodes, static_cast<int32_t>(configurable_slots))};
+  for (const auto& [table, direction] : {std::make_pair(&graph.producers, "producers"),
+                                         std::make_pair(&graph.consumers, "consumers")}) {
+    if (table->num_hubs > kHubRows) {
+      return Fail(TPU_GRAPHS_TOO_LARGE, message, message_size,
+                  "the pruned graph has %lld ops with more than %lld %s each; this model was compiled for at most "
+                  "%lld such ops", static_cast<long long>(table->num_hubs), static_cast<long long>(kNeighbourSlots),
+                  direction, static_cast<long long>(kHubRows));
+    }
+  }
+  for (size_t slot = 0; slot < pruned.node_config_ids.size(); ++slot) {
+    graph.op_slot[pruned.node_config_ids[slot]] = static_cast<int32_t>(slot);
+  }
+  if (call.num_configs == 0) return TPU_GRAPHS_OK;
+  thread_local Context context_program;
+  SetGraph(&context_program, call, graph);
+  if (!context_program.Run()) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
+                context_program.error_msg().c_str());
+  }
+  const float* context = context_program.result_fetch_context_data();
+  const int64_t context_floats = context_program.result_fetch_context_count();
+  const int64_t threads = ThreadsFor((call.num_configs + configs - 1) / configs);
+  std::atomic<int64_t> next{0};
+  std::vector<std::string> errors(threads);
+  std::vector<char> succeeded(threads, 1);
+  auto work = [&](int64_t thread) {
+    try {
+      succeeded[thread] = ScoreChunks<Chunk>(call, graph, configurable_slots, configs, context, context_floats, &next,
+                                            &errors[thread]);
+    } catch (const std::exception& failure) {  // std::bad_alloc of a thread's program buffers
+      succeeded[thread] = 0;
+      errors[thread] = failure.what();
+    }
+    if (!succeeded[thread]) next = INT64_MAX / 2;  // the others stop after their current chunk
+  };
+  std::vector<std::thread> helpers;
+  try {
+    for (int64_t thread = 1; thread < threads; ++thread) helpers.emplace_back(work, thread);
+  } catch (const std::system_error&) {  // no more threads: the ones started, and this one, do the work
+  }
+  work(0);
+  for (std::thread& helper : helpers) helper.join();
+  for (int64_t thread = 0; thread < threads; ++thread) {
+    if (!succeeded[thread]) {
+      return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
+                  errors[thread].c_str());
+    }
   }
   return TPU_GRAPHS_OK;
+}
+
+// Scores `call` in the smallest bucket of one CPU level's classes it fits; -1 if none.
+using LevelScorer = int (*)(const PrunedCall& call, char* message, size_t message_size);
+
+#define TPU_GRAPHS_TRY_BUCKET(Context, Chunk, hops, nodes, edges, configurable, configs)                        \
+  if (static_cast<int64_t>(call.pruned->kept_ops.size()) <= nodes &&                                          \
+      static_cast<int64_t>(call.pruned->edge_index.size() / 2) <= edges &&                                    \
+      static_cast<int64_t>(call.pruned->node_config_ids.size()) <= configurable) {                            \
+    return ScoreInBucket<Context, Chunk>(nodes, edges, configurable, configs, call, message, message_size);   \
+  }
+#define TPU_GRAPHS_LEVEL_SCORER(LEVEL, name)                                                                  \
+  [](const PrunedCall& call, char* message, size_t message_size) -> int {                                     \
+    TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_TRY_BUCKET, LEVEL)                                           \
+    return -1;                                                                                                \
+  },
+const LevelScorer kLevelScorers[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_SCORER)};
+#define TPU_GRAPHS_LEVEL_NAME(LEVEL, name) name,
+const char* const kLevelNames[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_NAME)};
+#undef TPU_GRAPHS_LEVEL_NAME
+#undef TPU_GRAPHS_LEVEL_SCORER
+#undef TPU_GRAPHS_TRY_BUCKET
+
+// The level this process runs (chosen once), or -1 with the reason in `error`.
+int ChosenLevel(std::string* error) {
+  static std::string reason;
+  static const int level = ChooseCpuLevel(kLevelNames, sizeof(kLevelNames) / sizeof(kLevelNames[0]), &reason);
+  *error = reason;
+  return level;
 }
 
 }  // namespace
 
 extern "C" void tpu_graphs_layout_limits(int64_t* max_nodes, int64_t* max_edges, int64_t* max_configurable,
                                          int64_t* prune_hops) {
-#define TPU_GRAPHS_LIMITS(Model, hops, nodes, edges, configurable, configs) \
+#define TPU_GRAPHS_LIMITS(Context, Chunk, hops, nodes, edges, configurable, configs) \
   *max_nodes = nodes, *max_edges = edges, *max_configurable = configurable, *prune_hops = hops;
-  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_LIMITS)
+  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_LIMITS, any_level)
 #undef TPU_GRAPHS_LIMITS
 }
 
@@ -151,11 +314,9 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
                                        const int64_t* node_config_ids, int64_t num_configs,
                                        const float* node_config_feat, float* scores, char* message,
                                        size_t message_size) {
-  if (!CpuCanRun()) {
-    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size,
-                "this library was compiled for x86-64-v3 CPUs (AVX2, FMA) and this CPU lacks them; "
-                "compile the model with baselines/compile_native.py --cpu=x86-64");
-  }
+  std::string level_error;
+  const int level = ChosenLevel(&level_error);
+  if (level < 0) return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "%s", level_error.c_str());
   const int checked = CheckInput(num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configurable,
                                  node_config_ids, num_configs, node_config_feat, scores, message, message_size);
   if (checked != TPU_GRAPHS_OK) return checked;
@@ -176,13 +337,9 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
                   "model was compiled for at most %lld ops", static_cast<long long>(hops), static_cast<long long>(kept_nodes),
                   static_cast<long long>(max_nodes));
     }
-#define TPU_GRAPHS_TRY_BUCKET(Model, hops, nodes, edges, configurable, configs)                                 \
-  if (kept_nodes <= nodes && kept_edges <= edges && num_configurable <= configurable) {                         \
-    return ScoreInBucket<Model>(configurable, configs, node_feat, node_opcode, pruned, num_configs, node_config_feat, \
-                                scores, message, message_size);                                                 \
-  }
-    TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_TRY_BUCKET)
-#undef TPU_GRAPHS_TRY_BUCKET
+    const PrunedCall call{node_feat, node_opcode, &pruned, num_configs, node_config_feat, scores};
+    const int status = kLevelScorers[level](call, message, message_size);
+    if (status >= 0) return status;
     return Fail(TPU_GRAPHS_TOO_LARGE, message, message_size,
                 "the graph pruned to its configurable ops and their %lld-hop neighbourhood has %lld ops, %lld edges "
                 "and %lld configurable ops; this model was compiled for at most %lld ops, %lld edges and %lld "
@@ -190,7 +347,7 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
                 static_cast<long long>(hops), static_cast<long long>(kept_nodes), static_cast<long long>(kept_edges),
                 static_cast<long long>(num_configurable), static_cast<long long>(max_nodes),
                 static_cast<long long>(max_edges), static_cast<long long>(max_configurable));
-  } catch (const std::exception& error) {  // std::bad_alloc of the pruning, or of the program's buffers
+  } catch (const std::exception& error) {  // std::bad_alloc of the pruning, or of the programs' buffers
     return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", error.what());
   }
 }

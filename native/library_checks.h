@@ -1,7 +1,7 @@
 // What both model libraries (model_library.cc: tile, layout_library.cc: layout) need besides
-// their compiled classes: the error message of a refused call, the checks of features, edges and
-// of the CPU a library was compiled for. Header-only: each library is one g++ call
-// (tpu_graphs/export/native_library.py).
+// their compiled classes: the error message of a refused call, the checks of features and edges,
+// and the choice among the CPU levels a library was compiled for. Header-only: each library is
+// one g++ call (tpu_graphs/export/native_library.py).
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_CHECKS_H_
 #define TPU_GRAPHS_NATIVE_LIBRARY_CHECKS_H_
 
@@ -10,6 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "tpu_graphs_model.h"
 
@@ -26,13 +29,31 @@ inline int Fail(int status, char* message, size_t message_size, const char* form
   return status;
 }
 
-// A library compiled for x86-64-v3 (baselines/compile_native.py --cpu) runs AVX2 and FMA code.
-inline bool CpuCanRun() {
-#ifdef TPU_GRAPHS_REQUIRES_X86_64_V3
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return true;
-#endif
+// Whether this CPU (and its operating system) runs code of an x86-64 level: "x86-64" (any),
+// "x86-64-v3" (AVX2, FMA, BMI2, ...), "x86-64-v4" (AVX-512 F, BW, CD, DQ, VL).
+inline bool CpuRuns(const char* level) {
+  __builtin_cpu_init();
+  if (std::strcmp(level, "x86-64-v4") == 0) return __builtin_cpu_supports("x86-64-v4");
+  if (std::strcmp(level, "x86-64-v3") == 0) return __builtin_cpu_supports("x86-64-v3");
+  return std::strcmp(level, "x86-64") == 0;
+}
+
+// The level to run among a library's compiled `levels` (names, oldest first): the newest this CPU
+// runs, or the one the environment variable TPU_GRAPHS_CPU_LEVEL names (benchmarks compare levels).
+// -1 with `error` saying why where none can run.
+inline int ChooseCpuLevel(const char* const* levels, int count, std::string* error) {
+  const char* wanted = std::getenv("TPU_GRAPHS_CPU_LEVEL");
+  std::string compiled;
+  for (int i = 0; i < count; ++i) compiled += (i ? ", " : "") + std::string(levels[i]);
+  for (int i = count - 1; i >= 0; --i) {
+    if ((wanted == nullptr || std::strcmp(wanted, levels[i]) == 0) && CpuRuns(levels[i])) return i;
+  }
+  *error = wanted != nullptr
+               ? "TPU_GRAPHS_CPU_LEVEL=" + std::string(wanted) + " names no level this library was compiled for (" +
+                     compiled + ") that this CPU runs"
+               : "this library was compiled for " + compiled + " CPUs only and this CPU runs none of them; compile "
+                 "the model with baselines/compile_native.py --cpus=x86-64";
+  return -1;
 }
 
 // Refuses a count of rows of `row_bytes` bytes that no array holds (more than PTRDIFF_MAX bytes): a

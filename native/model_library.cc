@@ -1,14 +1,16 @@
 // The C interface of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
-// one model, one class per size bucket (tpu_graphs/export/static_shapes.py). Compiled per model by
-// baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
-// bucket's header and defines TPU_GRAPHS_FOR_EACH_BUCKET(X) as X(class, nodes, edges, configs) per
-// bucket, smallest first.
+// one model, one class per size bucket (tpu_graphs/export/static_shapes.py) and CPU level. Compiled
+// per model by baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes
+// every class's header and defines TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name)
+// per level, oldest first, and TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) as X(LEVEL::class, nodes,
+// edges, configs) per bucket, smallest first. Calls run the newest level this CPU runs.
 //
 // A compiled program cannot refuse its input, so the checks the SavedModel's plain signature makes
 // inside its graph (saved_model.checked_arrays) happen here, before any call.
 
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "hlo/library_ranking.h"
 #include "library_checks.h"
@@ -19,7 +21,7 @@ namespace {
 
 using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
-using tpu_graphs_library::CpuCanRun;
+using tpu_graphs_library::ChooseCpuLevel;
 using tpu_graphs_library::Fail;
 using tpu_graphs_library::FirstNonFinite;
 
@@ -84,33 +86,59 @@ int ScoreInBucket(int64_t configs, int64_t num_nodes, const float* node_feat, co
   return TPU_GRAPHS_OK;
 }
 
+// Scores a kernel in the smallest bucket of one CPU level's classes it fits; -1 if none.
+using LevelScorer = int (*)(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
+                            const int64_t* edge_index, int64_t num_configs, const float* config_feat, float* scores,
+                            char* message, size_t message_size);
+
+#define TPU_GRAPHS_TRY_BUCKET(Model, nodes, edges, configs)                                                   \
+  if (num_nodes <= nodes && num_edges <= edges) {                                                              \
+    return ScoreInBucket<Model>(configs, num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, \
+                                config_feat, scores, message, message_size);                                   \
+  }
+#define TPU_GRAPHS_LEVEL_SCORER(LEVEL, name)                                                                        \
+  [](int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,                    \
+     const int64_t* edge_index, int64_t num_configs, const float* config_feat, float* scores, char* message,        \
+     size_t message_size) -> int {                                                                                 \
+    TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_TRY_BUCKET, LEVEL)                                                        \
+    return -1;                                                                                                      \
+  },
+const LevelScorer kLevelScorers[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_SCORER)};
+#define TPU_GRAPHS_LEVEL_NAME(LEVEL, name) name,
+const char* const kLevelNames[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_NAME)};
+#undef TPU_GRAPHS_LEVEL_NAME
+#undef TPU_GRAPHS_LEVEL_SCORER
+#undef TPU_GRAPHS_TRY_BUCKET
+
+// The level this process runs (chosen once), or -1 with the reason in `error`.
+int ChosenLevel(std::string* error) {
+  static std::string reason;
+  static const int level = ChooseCpuLevel(kLevelNames, sizeof(kLevelNames) / sizeof(kLevelNames[0]), &reason);
+  *error = reason;
+  return level;
+}
+
 }  // namespace
 
 extern "C" void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges) {
 #define TPU_GRAPHS_LIMITS(Model, nodes, edges, configs) *max_nodes = nodes, *max_edges = edges;
-  TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_LIMITS)
+  TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_LIMITS, any_level)
 #undef TPU_GRAPHS_LIMITS
 }
 
 extern "C" int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
                                      int64_t num_edges, const int64_t* edge_index, int64_t num_configs,
                                      const float* config_feat, float* scores, char* message, size_t message_size) {
-  if (!CpuCanRun()) {
-    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size,
-                "this library was compiled for x86-64-v3 CPUs (AVX2, FMA) and this CPU lacks them; "
-                "compile the model with baselines/compile_native.py --cpu=x86-64");
-  }
+  std::string level_error;
+  const int level = ChosenLevel(&level_error);
+  if (level < 0) return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "%s", level_error.c_str());
   const int checked = CheckInput(num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, config_feat,
                                  scores, message, message_size);
   if (checked != TPU_GRAPHS_OK) return checked;
   try {
-#define TPU_GRAPHS_TRY_BUCKET(Model, nodes, edges, configs)                                                   \
-  if (num_nodes <= nodes && num_edges <= edges) {                                                              \
-    return ScoreInBucket<Model>(configs, num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, \
-                                config_feat, scores, message, message_size);                                   \
-  }
-    TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_TRY_BUCKET)
-#undef TPU_GRAPHS_TRY_BUCKET
+    const int status = kLevelScorers[level](num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs,
+                                            config_feat, scores, message, message_size);
+    if (status >= 0) return status;
   } catch (const std::exception& error) {
     return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", error.what());
   }

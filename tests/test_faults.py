@@ -589,7 +589,7 @@ def prepare_rerun_with_a_compiled_library(workspace: Workspace, folder: pathlib.
   native = run / "export" / "native"
   native.mkdir()
   (native / "libtpu_graphs_model.so").write_bytes(b"\x7fELF the library the user compiled")
-  (native / "buckets.json").write_text(json.dumps({"cpu": "x86-64", "weights": saved_model.weights_fingerprint(
+  (native / "buckets.json").write_text(json.dumps({"cpus": ["x86-64"], "weights": saved_model.weights_fingerprint(
       run / "export")}))
   return Call(_rerun_flags(workspace, run), kept=[native])
 

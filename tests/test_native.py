@@ -56,10 +56,12 @@ def tile_export(tmp_path_factory):
   return shared_fixtures.unpack("tile_library", tmp_path_factory.mktemp("tile")) / "export"
 
 
-def _rank(mode: str, export_dir, path, json_path) -> subprocess.CompletedProcess:
+def _rank(mode: str, export_dir, path, json_path, environment=None) -> subprocess.CompletedProcess:
+  """//native:rank on one npz file; `environment` adds variables (TPU_GRAPHS_CPU_LEVEL, TPU_GRAPHS_NUM_THREADS)."""
   return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
                          f"--input={path}", f"--top={TOP}", f"--json={json_path}"],
-                        capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False)
+                        capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False,
+                        env={**os.environ, **(environment or {})})
 
 
 def _python_scores(export_dir, graph: graphs.Graph) -> np.ndarray:
@@ -166,12 +168,27 @@ def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_library,
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
 
 
+@pytest.mark.parametrize("level", native_library.CPUS)
+@pytest.mark.parametrize("threads", ["1", "3"])
 def test_compiled_layout_library_prunes_and_ranks_the_real_unet_3d_file_as_the_python_saved_model(
-    layout_library, layout_python_scores, tmp_path):
+    layout_library, layout_python_scores, level, threads, tmp_path):
+  """Every compiled CPU level (TPU_GRAPHS_CPU_LEVEL picks one) and any number of threads over the
+  config chunks score alike."""
   graph, expected = layout_python_scores(REAL_LAYOUT_FILES[0])
-  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json")
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json",
+                 {"TPU_GRAPHS_CPU_LEVEL": level, "TPU_GRAPHS_NUM_THREADS": threads})
+  if f"TPU_GRAPHS_CPU_LEVEL={level} names no level" in result.stderr:
+    pytest.skip(f"this CPU does not run {level} code")
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
+
+
+def test_compiled_layout_library_refuses_a_cpu_level_it_was_not_compiled_for(layout_library, tmp_path):
+  result = _rank("aot", layout_library, sample_data.require_sample(REAL_LAYOUT_FILES[0]), tmp_path / "best.json",
+                 {"TPU_GRAPHS_CPU_LEVEL": "x86-64-v2"})
+  assert (result.returncode, result.stdout) == (1, ""), result.stderr
+  assert ("TPU_GRAPHS_CPU_LEVEL=x86-64-v2 names no level this library was compiled for (x86-64, x86-64-v3, "
+          "x86-64-v4) that this CPU runs") in result.stderr
 
 
 def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(layout_library, tmp_path):
@@ -189,7 +206,8 @@ def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout
                       "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
-      b.signature_name for b in static_layout.layout_buckets(1, saved_model.CONFIGS_PER_CALL["layout"])]
+      b.signature_name for b in static_layout.layout_buckets(1)]
+  assert compiled["cpus"] == list(native_library.CPUS)
 
 
 def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **replaced) -> pathlib.Path:
@@ -210,7 +228,14 @@ def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **re
   return path
 
 
-_LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
+_LARGEST_NODES, _, _LARGEST_CONFIGURABLE, _ = static_layout.LAYOUT_SIZES[-1]
+_HUB_EDGES = static_layout.NEIGHBOUR_SLOTS + 1  # more edges than a neighbour table's row holds: a hub
+
+
+def _fan_outs(producers: int) -> np.ndarray:
+  """edge_index of ops 0..producers-1 each feeding _HUB_EDGES ops of their own (after them)."""
+  consumers = producers + np.arange(producers * _HUB_EDGES)
+  return np.stack([consumers, np.repeat(np.arange(producers), _HUB_EDGES)], 1)
 
 
 @pytest.mark.parametrize("replaced, message", [
@@ -225,6 +250,10 @@ _LARGEST_NODES, _, _LARGEST_CONFIGURABLE = static_layout.LAYOUT_SIZES[-1]
     ({"node_config_ids": np.array([3, 3])}, "node_config_ids lists op 3 more than once"),
     ({"edge_index": np.array([[1, 0], [0, 1]])}, "edge_index has a cycle"),
     ({"edge_index": np.array([[1, 0], [6, 2]])}, "edge_index row 1 names op 6, outside [0, 6)"),
+    ({"nodes": (static_layout.HUB_ROWS + 1) * (_HUB_EDGES + 1), "configurable": np.arange(static_layout.HUB_ROWS + 1),
+      "edge_index": _fan_outs(static_layout.HUB_ROWS + 1)},
+     f"the pruned graph has {static_layout.HUB_ROWS + 1} ops with more than {static_layout.NEIGHBOUR_SLOTS} consumers "
+     f"each; this model was compiled for at most {static_layout.HUB_ROWS} such ops"),
 ])
 def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_library, tmp_path, replaced, message):
   path = _layout_file(tmp_path, **replaced)
@@ -233,9 +262,14 @@ def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_lib
   assert message in result.stderr and not (tmp_path / "best.json").exists()
 
 
-def test_compiled_layout_library_scores_a_small_graph_as_the_python_saved_model(layout_library, tmp_path):
-  """A graph the smallest bucket holds, with fewer configs than one call and an op pruning drops."""
-  path = _layout_file(tmp_path, nodes=9, configurable=(7, 2))
+@pytest.mark.parametrize("replaced", [
+    {"nodes": 9, "configurable": (7, 2)},  # fewer configs than a chunk, an op pruning drops
+    # Op 0 feeds ops 1.._HUB_EDGES, which all feed the last op: a hub each way.
+    {"nodes": _HUB_EDGES + 2, "configurable": (0, 3, _HUB_EDGES + 1), "edge_index": np.concatenate(
+        [_fan_outs(1), np.stack([np.full(_HUB_EDGES, _HUB_EDGES + 1), np.arange(1, _HUB_EDGES + 1)], 1)])},
+])
+def test_compiled_layout_library_scores_a_small_graph_as_the_python_saved_model(layout_library, tmp_path, replaced):
+  path = _layout_file(tmp_path, **replaced)
   result = _rank("aot", layout_library, path, tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
   graph = npz.read_graph(path)
@@ -469,7 +503,7 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
 
 def _sanitized_library(export_dir, tmp_path, sanitizer: list[str], featurizer_archive=None) -> pathlib.Path:
   """The model compiled in export_dir/native linked again by g++ with `sanitizer`'s flags."""
-  return native_library.relink(export_dir / "native", native_builds.built("native/libxla_aot_runtime.a").parent,
+  return native_library.relink(export_dir / "native", bazel_outputs.built("native/libxla_aot_runtime.a").parent,
                                tmp_path / export_dir.name / native_library.LIBRARY_NAME, ["g++", "-O1", *sanitizer],
                                featurizer_archive)
 
@@ -503,7 +537,7 @@ def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitiz
                   str(pathlib.Path(__file__).with_name("library_threads.cc")),
                   str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
                  check=True, capture_output=True)
-  featurizer = native_builds.built("native/libtpu_graphs_featurizer_tsan.a")
+  featurizer = bazel_outputs.built("native/libtpu_graphs_featurizer_tsan.a")
   generated = locations.EMBEDDED_NPZ
   tile_graphs = sorted((generated / "tile/xla/test").glob("*.npz"))[:6]  # 6 to 26 ops: buckets of 16 and 32
   layout_graphs = sorted((generated / "layout/xla/default/test").glob("*.npz"))  # 350 to 3,047 ops

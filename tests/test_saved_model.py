@@ -144,15 +144,16 @@ def _first_configs(graph: graphs.LayoutGraph, num_configs: int) -> graphs.Layout
                              config_runtime=graph.config_runtime[:num_configs])
 
 
-def _small_layout_scorer(path, num_configs: int):
-  """The layout file's first `num_configs` configs and an untrained 16-unit, 2-layer model for it."""
+def _small_layout_scorer(path, num_configs: int, **model_settings):
+  """The layout file's first `num_configs` configs and an untrained 16-unit, 2-layer model for it
+  (model_settings: more of build_layout_model's arguments)."""
   graph = _first_configs(npz.read_graph(path), num_configs)
   example = records.graph_tensor_from_arrays("layout", graph.node_feat, graph.node_opcode, graph.edge_index,
                                              node_config_ids=graph.node_config_ids,
                                              node_config_feat=graph.node_config_feat[:2])
   scorer = layout_model.build_layout_model(
       example.with_indices_dtype(tf.int32).spec.relax(num_components=True, num_nodes=True, num_edges=True),
-      units=16, num_layers=2)
+      units=16, num_layers=2, **model_settings)
   return graph, scorer
 
 
@@ -281,8 +282,10 @@ def test_unknown_collection_kind_is_rejected(tile_run):
 @pytest.fixture(scope="module")
 def pruning_layout_run(tmp_path_factory):
   """The real unet_3d file (40 configs), an untrained layout model pruning to 1-hop neighbourhoods,
-  its export with the static signatures and the export loaded."""
-  graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 40)
+  its export with the static signatures and the export loaded. The model has both halves: one
+  round of context message passing, then 8-unit per-config states."""
+  graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 40, context_layers=1,
+                                       config_units=8)
   task = tasks.LayoutTask(prune_hops=1)
   export_dir = tmp_path_factory.mktemp("pruning_layout_run") / "export"
   saved_model.export(scorer, "layout", export_dir, task.structure_transform, static_signatures=True)
@@ -311,41 +314,50 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(pru
 
 def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_whatever_the_filler_holds(
     pruning_layout_run):
+  """The context signature once, then a chunk of fewer configs than it holds, on arrays padded with
+  noise: filler ops, edges, slots and configs must not reach the real configs' scores."""
   graph, _, task, _, loaded = pruning_layout_run
   pruned = task.structure_transform(records.structure_from_arrays(
       "layout", graph.node_feat, graph.node_opcode, graph.edge_index, graph.node_config_ids))
   op, feeds = pruned.node_sets["op"], pruned.edge_sets["feeds"].adjacency
   slots = op["config_slot"].numpy()
-  configs = 20  # fewer than a call's 32
-  arrays = {"node_feat": op["feat"].numpy(), "node_opcode": op["opcode"].numpy().astype(np.uint8),
-            "edge_index": np.stack([feeds.target.numpy(), feeds.source.numpy()], 1),
-            "node_config_ids": np.argsort(np.where(slots >= 0, slots, slots.size))[:graph.node_config_ids.size],
-            "node_config_feat": graph.node_config_feat[:configs]}
-  nodes, edges, configurable = len(arrays["node_feat"]), len(arrays["edge_index"]), len(arrays["node_config_ids"])
+  edge_index = np.stack([feeds.target.numpy(), feeds.source.numpy()], 1)
+  node_config_ids = np.argsort(np.where(slots >= 0, slots, slots.size))[:graph.node_config_ids.size]
+  nodes, edges, configurable = len(slots), len(edge_index), len(node_config_ids)
   buckets = sorted(filter(None, map(static_layout.LayoutBucket.from_signature_name, loaded.signatures)),
                    key=lambda bucket: bucket.nodes)
   assert [b.hops for b in buckets] == [1] * len(static_layout.LAYOUT_SIZES)
   bucket = next(b for b in buckets if nodes <= b.nodes and edges <= b.edges)
+  configs = bucket.configs - 3  # fewer than a chunk holds
   rng = np.random.default_rng(0)
-  padded = {  # filler rows of noise and edges naming real ops: the real component must not read them
-      "node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
-      "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
-      "edge_index": rng.integers(0, nodes, [bucket.edges, 2]),
-      "node_config_ids": rng.integers(0, nodes, [bucket.configurable]),
-      "node_config_feat": rng.integers(-1, 6, [bucket.configs, bucket.configurable, 18]).astype(np.float32)}
-  for name, rows in arrays.items():
-    if name == "node_config_feat":
-      padded[name][:configs, :configurable] = rows
-    else:
-      padded[name][:len(rows)] = rows
+
+  def padded(rows: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    noise[tuple(slice(0, size) for size in rows.shape)] = rows
+    return noise
+
+  noise_feat = rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100
+  structure = {
+      "node_feat": padded(op["feat"].numpy(), noise_feat),
+      "node_opcode": padded(op["opcode"].numpy().astype(np.uint8),
+                            rng.integers(0, 256, [bucket.nodes]).astype(np.uint8)),
+      "edge_index": padded(edge_index, rng.integers(0, nodes, [bucket.edges, 2])),
+      **static_layout.neighbour_tables(bucket, edge_index),
+      "num_nodes": np.int32(nodes), "num_edges": np.int32(edges)}
+  context = loaded.signatures[bucket.context_signature_name](**structure)["context"]
+  op_slot = rng.integers(-5, bucket.configurable + 5, [bucket.nodes]).astype(np.int32)  # filler ops: noise
+  op_slot[:nodes] = bucket.configurable
+  op_slot[node_config_ids] = np.arange(configurable)
   static = loaded.signatures[bucket.signature_name](
-      **padded, num_nodes=np.int32(nodes), num_edges=np.int32(edges), num_configurable=np.int32(configurable),
-      num_configs=np.int32(configs))["scores"].numpy()[:configs]
+      **structure, context=context, op_slot=op_slot,
+      node_config_ids=padded(node_config_ids, rng.integers(0, nodes, [bucket.configurable])),
+      node_config_feat=padded(graph.node_config_feat[:configs], rng.integers(
+          -1, 6, [bucket.configs, bucket.configurable, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]).astype(np.float32)),
+      num_configurable=np.int32(configurable), num_configs=np.int32(configs))["scores"].numpy()
   plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
       node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
       node_config_ids=graph.node_config_ids, node_config_feat=graph.node_config_feat[:configs])["scores"].numpy()
-  np.testing.assert_allclose(static, plain, rtol=1e-5, atol=1e-5)
-  assert np.ptp(plain) > 0
+  np.testing.assert_allclose(static[:configs], plain, rtol=1e-5, atol=1e-5)
+  assert np.ptp(plain) > 0 and not np.any(static[configs:])
 
 
 def _layout_arrays(graph: graphs.LayoutGraph, **replaced) -> dict:

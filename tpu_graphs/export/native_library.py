@@ -6,12 +6,12 @@ featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its 
 
     <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libprotobuf-lite, libstdc++, libm, libc)
-    <export>/native/aot/                     what aot_compile_cpu wrote: one .h/.o per bucket
-    <export>/native/buckets.json             the buckets compiled in, the CPU level, the weights compiled
+    <export>/native/aot/<level>/             what aot_compile_cpu wrote: one .h/.o per program
+    <export>/native/buckets.json             the buckets and CPU levels compiled in, the weights compiled
                                              (saved_model.weights_fingerprint) and the runtime archives
 
-    compile_model_library("out/tiles/export", "bazel-bin/native")   # any x86-64 CPU
-    compile_model_library("out/tiles/export", "bazel-bin/native", cpu="x86-64-v3")
+    compile_model_library("out/tiles/export", "bazel-bin/native")   # every CPU level (CPUS)
+    compile_model_library("out/tiles/export", "bazel-bin/native", cpus=["x86-64"])   # faster to compile
 
 A run's rerun exports again (saved_model.export_to_run_directory): native/ is kept where the weights
 are those it was compiled from, and compiled again otherwise (compile_again_if_stale).
@@ -21,17 +21,19 @@ every run seconds: the library's work folder then gets the run's best model expo
 them (saved_model.export_run, from the run's config.json and best weights), which is compiled and
 removed. An export that holds them (saved_model.export(..., static_signatures=True)) is compiled as it is.
 
-The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built once
-per CPU level by Bazel (`bazel build //native:all`). The CPU level (CPUS) is the oldest x86-64 the
-library runs on: the model's code and the runtime's Eigen kernels use its instructions; x86-64-v3
-(AVX2, FMA) scores faster than plain x86-64 (benchmarks/results/native.md). Compiling takes each
-bucket's signature through `saved_model_cli aot_compile_cpu`'s own function with XLA_FLAGS (one
-fresh TensorFlow process for all buckets), then g++: seconds to minutes, depending on the
-model, its number of buckets and the machine's load.
+The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built by
+Bazel (`bazel build //native:all`). The model's programs are compiled once per CPU level (CPUS),
+and each call runs the newest level the CPU has (native/library_checks.h; TPU_GRAPHS_CPU_LEVEL
+picks another): x86-64-v4 (AVX-512) scores several times as fast as plain x86-64
+(benchmarks/results/native.md). Compiling takes each program's signature through
+`saved_model_cli aot_compile_cpu`'s own steps with XLA_FLAGS (one fresh TensorFlow process per
+level), then g++: seconds to minutes, depending on the model, its number of buckets and the
+machine's load.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -48,12 +50,18 @@ from tpu_graphs.export import saved_model, static_layout, static_shapes
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
-# The featurizer and tpu_graphs_rank_module, built by Bazel beside the runtime archives (//native:featurizer_archive).
+# The featurizer and tpu_graphs_rank_module, built by Bazel beside the runtime archive (//native:featurizer_archive).
 FEATURIZER_ARCHIVE = "libtpu_graphs_featurizer.a"
+RUNTIME_ARCHIVE = "libxla_aot_runtime.a"
 HEADER_NAME = "tpu_graphs_model.h"
 NATIVE_DIR_NAME = "native"
-# CPU level -> (LLVM CPU of the model's code, the runtime archive built for it in the Bazel output).
-CPUS = {"x86-64": ("", "libxla_aot_runtime.a"), "x86-64-v3": ("haswell", "libxla_aot_runtime_x86_64_v3.a")}
+# CPU level -> (LLVM CPU, LLVM target features) of its copy of the model's code, oldest first. The
+# library runs on any x86-64 and takes the newest level the CPU has (layout_library.cc,
+# model_library.cc). LLVM tunes x86-64-v4 code for 256-bit vectors (Intel's preference, whose
+# cores lower their clock for 512-bit ones); without that preference the AVX-512 level vectorizes
+# 512 bits wide, which made the default layout model's calls 1.4x as fast on this project's
+# AVX-512 machine (AMD Zen 5, benchmarks/results/native_layout.md).
+CPUS = {"x86-64": ("", ""), "x86-64-v3": ("haswell", ""), "x86-64-v4": ("x86-64-v4", "-prefer-256-bit")}
 _SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
 # Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
 # a compiler that links its own XLA does not clash with them.
@@ -62,7 +70,8 @@ _EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
 # vectorize (NaN, infinity, division and math functions stay exact to IEEE); every matrix product
 # becomes XLA's own tiled LLVM IR, without Eigen's packing, which costs more than the arithmetic
 # for matrices of a few dozen rows. Together faster calls (benchmarks/native.py measures them).
-XLA_FLAGS = "--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm"
+XLA_FLAGS = ("--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_force_enable_experimental_llvm_ir_gemm "
+             "--xla_cpu_multi_thread_eigen=false")
 
 
 Bucket = Union[static_shapes.Bucket, static_layout.LayoutBucket]
@@ -79,71 +88,175 @@ def static_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
 
 def _refuse_unprunable(model: str) -> errors.InputError:
   return errors.InputError(f"{model}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
-                           "only tile models and layout models that prune their graphs (prune_hops set) compile to "
-                           "a native library; others are served through the C API (native/rank --mode=capi)")
+                           "only tile models and layout models in two halves that prune their graphs (prune_hops "
+                           "set, no segments) compile to a native library; others are served through the C API "
+                           "(native/rank --mode=capi)")
 
 
 def _is_layout(buckets: list[Bucket]) -> bool:
   return isinstance(buckets[0], static_layout.LayoutBucket)
 
 
-def _class_name(bucket: Bucket) -> str:
+def _classes(bucket: Bucket) -> list[tuple[str, str]]:
+  """(signature, C++ class) of each compiled program of a bucket: a tile bucket's one, a layout
+  bucket's context and chunk."""
   if isinstance(bucket, static_layout.LayoutBucket):
-    return f"LayoutH{bucket.hops}N{bucket.nodes}E{bucket.edges}K{bucket.configurable}C{bucket.configs}"
-  return f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}"
+    graph = f"H{bucket.hops}N{bucket.nodes}E{bucket.edges}"
+    return [(bucket.context_signature_name, f"LayoutContext{graph}"),
+            (bucket.signature_name, f"LayoutChunk{graph}K{bucket.configurable}C{bucket.configs}")]
+  return [(bucket.signature_name, f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}")]
 
 
-def _compile_signatures_in_fresh_process(export_dir: str, aot_dir: pathlib.Path, target_cpu: str) -> None:
-  """_compile_signatures of every bucket with XLA_FLAGS, in a fresh Python: XLA reads its flags
-  once per process, so where this one has compiled before (a jit-compiled step, an earlier model)
-  they would go unread, aot_compile_cpu's own single-threading flag included."""
+def _namespace(cpu: str) -> str:
+  """The C++ namespace of a CPU level's classes, under tpu_graphs_native (x86_64_v3)."""
+  return cpu.replace("-", "_")
+
+
+def _compile_levels_in_fresh_processes(export_dir: str, aot_dir: pathlib.Path, cpus: list[str]) -> None:
+  """_compile_signatures of every bucket for each CPU level, with XLA_FLAGS, each level in a fresh
+  Python (as many at once as there are cores): XLA reads its flags once per process, so where
+  this one has compiled before (a jit-compiled step, an earlier model) they would go unread,
+  aot_compile_cpu's own single-threading flag included."""
   program = ("import sys; from tpu_graphs.export import native_library as n; "
              "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.static_buckets(d), n.pathlib.Path(a), c)")
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
                  "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {XLA_FLAGS}".strip()}
-  result = subprocess.run([sys.executable, "-c", program, export_dir, str(aot_dir), target_cpu], env=environment,
-                          capture_output=True, text=True, check=False)
-  if result.returncode != 0:
-    raise RuntimeError(f"compiling the static signatures of {export_dir} failed:\n{result.stderr[-4000:]}")
+  pending, running = list(cpus), []
+  while pending or running:
+    while pending and len(running) < max(1, os.cpu_count() or 1):
+      cpu = pending.pop(0)
+      running.append((cpu, subprocess.Popen([sys.executable, "-c", program, export_dir, str(aot_dir), cpu],
+                                            env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                            text=True)))
+    cpu, process = running.pop(0)
+    _, stderr = process.communicate()
+    if process.returncode != 0:
+      for _, other in running:
+        other.kill()
+      raise RuntimeError(f"compiling the static signatures of {export_dir} for {cpu} failed:\n{stderr[-4000:]}")
 
 
-def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib.Path,
-                        target_cpu: str) -> None:
-  """One header and object per bucket, as `saved_model_cli aot_compile_cpu` writes them (frozen
-  weights, single-threaded, for LLVM's `target_cpu`; "" is any x86-64)."""
+def _node_name(tensor: str) -> str:
+  return tensor.lstrip("^").split(":")[0]
+
+
+def _function_references(attributes) -> list[str]:
+  """The functions a node's attributes name (a call's `f`, a loop's `body`, ...)."""
+  names = []
+  for value in attributes.values():
+    if value.HasField("func"):
+      names.append(value.func.name)
+    names += [function.name for function in value.list.func]
+  return names
+
+
+def _one_signature(meta_graph, signature: str):
+  """A copy of a SavedModel's MetaGraphDef with one signature and what it needs: the calls of the
+  other signatures, whatever depends on them, and the functions nobody calls any more are gone.
+
+  aot_compile_cpu optimizes the whole graph with grappler before it freezes the signature's part,
+  which for a layout model's 16 signatures costs about 30 s per signature (and grows with their
+  number); on one signature's graph it takes a second or two."""
+  pruned = copy.deepcopy(meta_graph)
+  for other in [name for name in pruned.signature_def if name != signature]:
+    del pruned.signature_def[other]
+  nodes = {node.name: node for node in meta_graph.graph_def.node}
+  wanted = [_node_name(tensor.name) for tensor in pruned.signature_def[signature].outputs.values()]
+  saver = pruned.saver_def
+  wanted += [_node_name(name) for name in (saver.restore_op_name, saver.save_tensor_name) if name]
+  wanted += [_node_name(name) for collection in pruned.collection_def.values() for name in collection.node_list.value]
+  needed = set()
+  while wanted:
+    name = wanted.pop()
+    if name in nodes and name not in needed:
+      needed.add(name)
+      wanted += [_node_name(input_name) for input_name in nodes[name].input]
+  # Calls nobody needs go, with every node downstream of one; variables and their reads stay.
+  dropped = {name for name, node in nodes.items()
+             if name not in needed and node.op in ("StatefulPartitionedCall", "PartitionedCall")}
+  grew = True
+  while grew:  # a GraphDef lists nodes in no particular order
+    downstream = {node.name for node in meta_graph.graph_def.node if node.name not in dropped and any(
+        _node_name(input_name) in dropped for input_name in node.input)}
+    dropped |= downstream
+    grew = bool(downstream)
+  functions = {function.signature.name: function for function in meta_graph.graph_def.library.function}
+  called = [name for node in meta_graph.graph_def.node if node.name not in dropped
+            for name in _function_references(node.attr)]
+  kept_functions = set()
+  while called:
+    name = called.pop()
+    if name in functions and name not in kept_functions:
+      kept_functions.add(name)
+      for node in functions[name].node_def:
+        called += _function_references(node.attr) + [node.op]
+  del pruned.graph_def.node[:]
+  pruned.graph_def.node.extend(node for node in meta_graph.graph_def.node if node.name not in dropped)
+  del pruned.graph_def.library.function[:]
+  pruned.graph_def.library.function.extend(function for function in meta_graph.graph_def.library.function
+                                           if function.signature.name in kept_functions)
+  return pruned
+
+
+def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib.Path, cpu: str) -> None:
+  """One header and object per program in aot_dir/<namespace>/, as `saved_model_cli aot_compile_cpu`
+  writes them (frozen weights, single-threaded: XLA_FLAGS), for the LLVM CPU and features of level
+  `cpu` (its function leaves the features out, so its two steps are taken here)."""
+  from tensorflow.python import _pywrap_tfcompile  # pylint: disable=g-import-not-at-top
   from tensorflow.python.tools import saved_model_aot_compile, saved_model_utils  # pylint: disable=g-import-not-at-top
   meta_graph = saved_model_utils.get_meta_graph_def(export_dir, "serve")
+  level_dir = aot_dir / _namespace(cpu)
+  level_dir.mkdir(parents=True, exist_ok=True)
+  target_cpu, target_features = CPUS[cpu]
   for bucket in buckets:
-    saved_model_aot_compile.aot_compile_cpu_meta_graph_def(
-        checkpoint_path=os.path.join(export_dir, "variables", "variables"), meta_graph_def=meta_graph,
-        output_prefix=str(aot_dir / _class_name(bucket)), signature_def_key=bucket.signature_name,
-        cpp_class=f"tpu_graphs_native::{_class_name(bucket)}", target_triple="x86_64-pc-linux", target_cpu=target_cpu)
+    for signature, class_name in _classes(bucket):
+      prefix = level_dir / class_name
+      with tempfile.TemporaryDirectory() as frozen_dir:
+        graph, config = saved_model_aot_compile.freeze_model(
+            checkpoint_path=os.path.join(export_dir, "variables", "variables"),
+            meta_graph_def=_one_signature(meta_graph, signature), output_prefix=frozen_dir,
+            signature_def_key=signature, variables_to_feed=())
+        _pywrap_tfcompile.Compile(
+            graph=graph, config=config, target_triple="x86_64-pc-linux", target_cpu=target_cpu,
+            target_features=target_features, entry_point=re.sub("[^0-9a-zA-Z]+", "_", f"__xla_{prefix}"),
+            cpp_class=f"tpu_graphs_native::{_namespace(cpu)}::{class_name}", out_function_object=f"{prefix}.o",
+            out_metadata_object=f"{prefix}_metadata.o", out_header=f"{prefix}.h", gen_name_to_index=True,
+            gen_program_shape=False)
 
 
-def _buckets_header(buckets: list[Bucket]) -> str:
-  """What model_library.cc (tile) or layout_library.cc includes: X(class, sizes...) per bucket."""
-  includes = "".join(f'#include "aot/{_class_name(bucket)}.h"\n' for bucket in buckets)
-  entries = " ".join(f"X(tpu_graphs_native::{_class_name(b)}, {', '.join(map(str, dataclasses.astuple(b)))})"
-                     for b in buckets)
+def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
+  """What model_library.cc (tile) or layout_library.cc includes: every level's class headers;
+  TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first; and
+  TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) (tile: X(LEVEL::class, sizes...)) or
+  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) (X(LEVEL::context class, LEVEL::chunk class, sizes...))."""
+  includes = "".join(f'#include "aot/{_namespace(cpu)}/{class_name}.h"\n'
+                     for cpu in cpus for bucket in buckets for _, class_name in _classes(bucket))
+  levels = " ".join(f'X(tpu_graphs_native::{_namespace(cpu)}, "{cpu}")' for cpu in cpus)
+  entries = " ".join(f"X({', '.join(f'LEVEL::{name}' for _, name in _classes(b))}, "
+                     f"{', '.join(map(str, dataclasses.astuple(b)))})" for b in buckets)
   macro = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else "TPU_GRAPHS_FOR_EACH_BUCKET"
-  return f"// Written by tpu_graphs/export/native_library.py.\n{includes}#define {macro}(X) {entries}\n"
+  tables = (f"#define TPU_GRAPHS_NEIGHBOUR_SLOTS {static_layout.NEIGHBOUR_SLOTS}\n"
+            f"#define TPU_GRAPHS_HUB_ROWS {static_layout.HUB_ROWS}\n") if _is_layout(buckets) else ""
+  return (f"// Written by tpu_graphs/export/native_library.py.\n{includes}{tables}"
+          f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {macro}(X, LEVEL) {entries}\n")
 
 
-def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], runtime_archive: pathlib.Path,
-          featurizer_archive: pathlib.Path, include_dir: pathlib.Path, cpu: str, output: pathlib.Path,
-          compiler: Sequence[str] = ("g++",)) -> None:
-  """Links the buckets' objects in `aot_dir` with the library's sources into `output`; `work` holds
-  the scratch files. `compiler`: the command and flags of the compiler (its flags come after the
-  library's own, so they win: -O1, -Wl,-z,undefs)."""
-  (work / "buckets.h").write_text(_buckets_header(buckets))
+def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
+          runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
+          output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> None:
+  """Links the programs of every CPU level in `aot_dir` (aot/<level>/) with the library's sources
+  into `output`; `work` holds the scratch files. `compiler`: the command and flags of the compiler
+  (its flags come after the library's own, so they win: -O1, -Wl,-z,undefs)."""
+  (work / "buckets.h").write_text(_buckets_header(buckets, cpus))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
-  objects = [str(aot_dir / f"{_class_name(bucket)}.o") for bucket in buckets]
+  objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o")
+             for cpu in cpus for bucket in buckets for _, class_name in _classes(bucket)]
   sources = [str(NATIVE_SOURCES / name) for name in (
-      ("layout_library.cc", "layout_pruning.cc") if _is_layout(buckets) else ("model_library.cc",))]
-  cpu_check = ["-DTPU_GRAPHS_REQUIRES_X86_64_V3"] if cpu == "x86-64-v3" else []  # model_library.cc: CpuCanRun
-  command = [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=1",
-             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', *cpu_check, f"-I{work}", f"-I{aot_dir.parent}",
-             f"-I{NATIVE_SOURCES}", f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
+      ("layout_library.cc", "layout_pruning.cc", "neighbour_tables.cc") if _is_layout(buckets)
+      else ("model_library.cc",))]
+  command = [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=1",
+             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{aot_dir.parent}", f"-I{NATIVE_SOURCES}",
+             f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
              str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
              "-Wl,--no-undefined", *compiler[1:]]
   result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -157,19 +270,22 @@ def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], runt
 
 
 def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike],
-                          cpu: str = "x86-64") -> pathlib.Path:
-  """Writes <export_dir>/native/ (see the module docstring) for CPUs of level `cpu` and up, with
-  the runtime archive of that level from `runtime_dir` (bazel-bin/native); returns the library's path.
+                          cpus: Sequence[str] = tuple(CPUS)) -> pathlib.Path:
+  """Writes <export_dir>/native/ (see the module docstring) with the model compiled for each CPU
+  level of `cpus` (default all; fewer compile faster, e.g. one in tests), linked with the runtime
+  archive from `runtime_dir` (bazel-bin/native); returns the library's path. The library runs on
+  CPUs of the oldest level compiled and up.
 
   An export without static signatures must be a training run's (<run>/export): the run's model is
   exported again with them. Raises errors.InputError for a model that cannot have them (a layout
   model that does not prune, prune_hops None: its graphs are too large to pad) and
   run_directory.RunDirectoryError for an export without them outside a run directory."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if cpu not in CPUS:
-    raise errors.InputError(f"unknown CPU level {cpu!r}; known: {', '.join(CPUS)}")
-  target_cpu, archive_name = CPUS[cpu]
-  export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_dir) / archive_name
+  unknown = [cpu for cpu in cpus if cpu not in CPUS]
+  if unknown or not cpus:
+    raise errors.InputError(f"unknown CPU levels {unknown or list(cpus)!r}; known: {', '.join(CPUS)}")
+  cpus = [cpu for cpu in CPUS if cpu in cpus]  # oldest first
+  export_dir, runtime_archive = os.fspath(export_dir), pathlib.Path(runtime_dir) / RUNTIME_ARCHIVE
   for archive in (runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE):
     if not archive.is_file():
       raise errors.InputError(f"{archive}: not built; build it with `bazel build //native:all`")
@@ -185,14 +301,14 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     buckets = static_buckets(compiled)
     if not buckets:
       raise _refuse_unprunable(export_dir)
-    _compile_signatures_in_fresh_process(compiled, work / "aot", target_cpu)
-    _link(work, work / "aot", buckets, runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE, include_dir, cpu,
-          work / LIBRARY_NAME)
+    _compile_levels_in_fresh_processes(compiled, work / "aot", cpus)
+    _link(work, work / "aot", buckets, cpus, runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE,
+          include_dir, work / LIBRARY_NAME)
     if compiled != export_dir:
       shutil.rmtree(compiled)
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
-        "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpu": cpu,
+        "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpus": cpus,
         "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),
         "kind": "layout" if _is_layout(buckets) else "tile",
         "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
@@ -205,7 +321,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
 def compile_again_if_stale(export_dir: Union[str, os.PathLike]) -> Optional[pathlib.Path]:
   """Where <export_dir>/native/ was compiled from other weights than export_dir holds now (a run
   exported again after training on; or a library that recorded none), compiles it again, for the
-  CPU level and with the runtime archives it was compiled with; returns the new library's path,
+  CPU levels and with the runtime archives it was compiled with; returns the new library's path,
   or None where there is no native/ or it is current. Raises as compile_model_library does (e.g.
   InputError where the runtime archives are gone: `bazel build //native:all`)."""
   listed = pathlib.Path(export_dir) / NATIVE_DIR_NAME / "buckets.json"
@@ -215,7 +331,7 @@ def compile_again_if_stale(export_dir: Union[str, os.PathLike]) -> Optional[path
   if compiled.get("weights") == saved_model.weights_fingerprint(export_dir):
     return None
   runtime_dir = compiled.get("runtime_dir", NATIVE_SOURCES.parent / "bazel-bin" / "native")
-  return compile_model_library(export_dir, runtime_dir, compiled.get("cpu", "x86-64"))
+  return compile_model_library(export_dir, runtime_dir, compiled.get("cpus", tuple(CPUS)))
 
 
 def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike], output: Union[str, os.PathLike],
@@ -231,10 +347,10 @@ def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathL
   bucket_class = static_layout.LayoutBucket if compiled["kind"] == "layout" else static_shapes.Bucket
   names = {field.name for field in dataclasses.fields(bucket_class)}
   buckets = [bucket_class(**{name: value for name, value in b.items() if name in names}) for b in compiled["buckets"]]
-  runtime_archive = pathlib.Path(runtime_dir) / CPUS[compiled["cpu"]][1]
+  runtime_archive = pathlib.Path(runtime_dir) / RUNTIME_ARCHIVE
   output.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory() as work:
-    _link(pathlib.Path(work), native_dir / "aot", buckets, runtime_archive,
+    _link(pathlib.Path(work), native_dir / "aot", buckets, compiled["cpus"], runtime_archive,
           pathlib.Path(featurizer_archive or runtime_archive.parent / FEATURIZER_ARCHIVE),
-          pathlib.Path(tf.__file__).parent / "include", compiled["cpu"], output, compiler)
+          pathlib.Path(tf.__file__).parent / "include", output, compiler)
   return output

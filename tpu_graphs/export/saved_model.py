@@ -45,7 +45,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
-from tpu_graphs.export import static_layout, static_shapes
+from tpu_graphs.export import static_layout, static_layout_scores, static_shapes
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import inputs, run_directory, run_experiment, tasks, xla
 
@@ -174,6 +174,12 @@ def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
         for name in featured})
 
 
+def _named_arrays_function(function: Callable[[dict], dict], specs: tuple[tf.TensorSpec, ...]) -> Callable:
+  """A tf.function of positional arrays (`specs`, in order) that calls `function` with them by name."""
+  names = [spec.name for spec in specs]
+  return tf.function(lambda *arrays: function(dict(zip(names, arrays))), input_signature=specs)
+
+
 class ServingModule(tf.Module):
   """The scorer behind both signatures. Tracks only the scorer's variables, not the Keras model,
   so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
@@ -238,29 +244,28 @@ class ServingModule(tf.Module):
         lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
             records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
-    # Static shapes for XLA AOT, if asked: tile kernels as they are; layout graphs only as the host
-    # prunes them (static_layout.py), so only for a model that prunes with layout_preprocessing.Pruning.
-    def bucket_scores(*arrays) -> dict:
-      if kind == "tile":
-        return {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)}
-      return {"scores": scored(static_layout.padded_layout_graph(*arrays))}
-
-    if not static_signatures:
-      self.static_buckets = ()
-    elif kind == "tile":
-      self.static_buckets = static_shapes.TILE_BUCKETS
-    elif isinstance(preprocess, layout_preprocessing.Pruning):
-      self.static_buckets = static_layout.layout_buckets(preprocess.hops, CONFIGS_PER_CALL["layout"])
-    else:
-      self.static_buckets = ()
-    self.static_scores = [
-        tf.function(bucket_scores,
-                    input_signature=(static_shapes if kind == "tile" else static_layout).input_specs(bucket))
-        for bucket in self.static_buckets]
+    # Static shapes for XLA AOT, if asked: tile kernels as they are (static_shapes.py); layout graphs
+    # only as the host prunes them, in two halves (static_layout.py), so only for a two-half model
+    # that prunes with layout_preprocessing.Pruning.
+    self.static_functions = {}
+    if static_signatures and kind == "tile":
+      for bucket in static_shapes.TILE_BUCKETS:
+        self.static_functions[bucket.signature_name] = tf.function(
+            lambda *arrays: {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)},
+            input_signature=static_shapes.input_specs(bucket))
+    layout_halves = static_layout_scores.halves(scorer) if kind == "layout" else None
+    if static_signatures and layout_halves and isinstance(preprocess, layout_preprocessing.Pruning):
+      op_context, config_scorer = layout_halves
+      for bucket in static_layout.layout_buckets(preprocess.hops):
+        self.static_functions[bucket.context_signature_name] = _named_arrays_function(
+            lambda arrays: {"context": static_layout_scores.op_context(op_context, arrays)},
+            static_layout.context_input_specs(bucket))
+        self.static_functions[bucket.signature_name] = _named_arrays_function(
+            lambda arrays: {"scores": static_layout_scores.config_scores(config_scorer, arrays)},
+            static_layout.chunk_input_specs(bucket, op_context.units))
 
   def signatures(self) -> dict:
-    static = {bucket.signature_name: function for bucket, function in zip(self.static_buckets, self.static_scores)}
-    return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **static}
+    return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **self.static_functions}
 
 
 def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None,

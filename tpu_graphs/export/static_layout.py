@@ -4,35 +4,54 @@ The tile counterpart is static_shapes.py. A layout model prunes each graph to it
 ops and their `hops`-hop neighbourhood (layout_preprocessing.prune_to_configurable) before it
 scores configs, and what pruning keeps depends on the graph, which XLA cannot compile. So the
 host prunes (native/layout_pruning.cc, exactly as the SavedModel's graph does) and sends the
-pruned graph in a *bucket*: its arrays padded to the bucket's rows, with the real counts beside:
+pruned graph in a *bucket*: its arrays padded to the bucket's rows. A layout model is two halves
+(layout_model.context_and_scores), and so is each bucket, two signatures:
 
-    node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64 [consumer, producer],
-    node_config_ids (K,) int64, node_config_feat (C, K, 18) float32,
-    num_nodes, num_edges, num_configurable, num_configs () int32
-    -> scores (C,) float32; only the first num_configs are meaningful.
+    context: the graph (below) -> context (N, units) float32, the op states no config changes;
+    chunk:   the graph, op_slot (N,) int32 (each op's configurable slot, K: none),
+             node_config_ids (K,) int64, node_config_feat (C, K, 18) float32, context (N, units),
+             num_configurable, num_configs () int32 -> scores (C,) float32 (the first num_configs
+             meaningful).
 
-Ids are those of the pruned graph. Inside, the rows past the counts become a second graph
-component (filler ops, edges, configs and node_config rows, zeroed), which the real component
-never reads, so the real configs' scores equal the plain signature's. The signature checks
-nothing: the caller checks ids, counts and finiteness (native/layout_library.cc does, as
-saved_model.checked_arrays would). C is the plain signature's configs per call
-(saved_model.CONFIGS_PER_CALL): the caller sends configs C at a time and fills the last call
-with copies of the last config, as the plain signature does, so that even a model whose configs
-see each other (cross-config attention) scores each call's list alike.
+The graph: node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64 rows
+[consumer, producer], num_nodes, num_edges () int32, and for each direction of `feeds`
+(`producers`: each op's edges from its producers, which it hears; `consumers`: its edges to its
+consumers) the op's edges as a *neighbour table*, the form of a graph XLA's CPU code pools
+fastest. XLA's CPU backend has no scatter: it rewrites each into a loop with one trip per row,
+so a segment sum over E edges is E dependent trips; a few gathers of whole rows, added, are one
+vectorized loop. The tables (`neighbour_tables`, and native/neighbour_tables.cc on the host):
+
+    <direction> (N, S) int32: each op's first S = NEIGHBOUR_SLOTS edges, in edge order (E: none);
+    <direction>_degrees (N,) int32: how many edges each op has (for means);
+    <direction>_hubs (H, E) float32: for up to H = HUB_ROWS ops with more than S edges (hubs),
+        1 at each of their other edges (a matrix product sums them);
+    <direction>_hub_of (N,) int32: each op's hub row (H: none).
+
+Pruned to their configurable ops (hops 0), the sample's graphs have at most 5 edges per op and
+direction; their 1- and 2-hop neighbourhoods that fit a bucket have at most 3 hubs per
+direction. A graph with more hubs than H in a direction is refused (TPU_GRAPHS_TOO_LARGE).
+
+Ids are those of the pruned graph. Rows past the counts may hold anything: the programs mask
+filler ops, and the tables never name them. The signatures check nothing: the caller checks ids,
+counts and finiteness (native/layout_library.cc does, as saved_model.checked_arrays would).
+Configs are scored independently (GraphNorm normalizes each config on its own), so a caller sends
+C at a time and fills the last call with copies of the last config.
 
 Buckets follow the sizes of pruned layout graphs. Whole graphs have up to ~44k ops (TpuGraphs);
 the sample's five distinct layout graphs (490 to 21,918 ops) pruned by prune_to_configurable keep
-  hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op;
-  hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is dense);
-  hops 2: 218 to 5,103 ops, 281 to 11,132 edges.
-A bucket's cost is its padded size, not the graph's (every row goes through the model), so the
-buckets step by 4x from 64 ops, the sample's pruned sizes at hops 0, to 4,096, with two edges per
-op and as many configurable ops as ops but at most 2,048 (node_config rows, C x K of them, cost as
-much as ops).
+  hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op and at
+      most 5 neighbours per op;
+  hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is
+      dense: 220 ops have over 200 neighbours);
+  hops 2: 218 to 5,103 ops, 281 to 11,132 edges, up to 439 neighbours.
+Every padded row goes through the model (XLA's code computes what the shapes say), so a call
+costs its bucket's size, not the graph's: the buckets double from 64 ops (the sample's 38 to 62
+at hops 0 fill the first; nlp's 848 fills 83% of the 1,024-op one) to 4,096, with two edges per
+op and as many configurable ops as ops but at most 2,048. A chunk holds N x C op states per
+layer; C shrinks as N grows so that they stay within a core's cache (N C = 2,048 rows).
 A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE) rather than
 cut, since scoring part of a graph would rank its configs wrongly without saying so; it is scored
-through the C API, or a larger bucket is added to LAYOUT_SIZES and the model re-exported. More
-configs than C are sent in calls of C.
+through the C API, or a larger bucket is added to LAYOUT_SIZES and the model re-exported.
 """
 
 from __future__ import annotations
@@ -41,19 +60,21 @@ import dataclasses
 import re
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
-import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
 
-COUNT_NAMES = ("num_nodes", "num_edges", "num_configurable", "num_configs")
+NEIGHBOUR_SLOTS = 8
+HUB_ROWS = 4
+DIRECTIONS = ("producers", "consumers")
 _SIGNATURE = re.compile(r"static_layout_h(\d+)_n(\d+)_e(\d+)_k(\d+)_c(\d+)")
 
 
 @dataclasses.dataclass(frozen=True)
 class LayoutBucket:
-  """Padded sizes of one static layout signature: N pruned ops, E pruned edges, K configurable
-  ops, C configs per call; for graphs pruned with `hops`."""
+  """Padded sizes of one bucket's two static signatures: N pruned ops, E pruned edges, K
+  configurable ops, C configs per chunk; for graphs pruned with `hops`."""
   hops: int
   nodes: int
   edges: int
@@ -62,88 +83,79 @@ class LayoutBucket:
 
   @property
   def signature_name(self) -> str:
+    """The chunk signature's name (which names the whole bucket)."""
     return f"static_layout_h{self.hops}_n{self.nodes}_e{self.edges}_k{self.configurable}_c{self.configs}"
+
+  @property
+  def context_signature_name(self) -> str:
+    return f"static_layout_context_h{self.hops}_n{self.nodes}_e{self.edges}"
 
   @classmethod
   def from_signature_name(cls, name: str) -> Optional["LayoutBucket"]:
-    """The bucket a signature name describes, or None for another signature."""
+    """The bucket a chunk signature's name describes, or None for another signature."""
     match = _SIGNATURE.fullmatch(name)
     return cls(*map(int, match.groups())) if match else None
 
 
-# (pruned ops, pruned edges, configurable ops), smallest first (see the module docstring).
-LAYOUT_SIZES = ((64, 128, 64), (256, 512, 256), (1024, 2048, 1024), (4096, 8192, 2048))
+# (pruned ops, pruned edges, configurable ops, configs per chunk), smallest first (see the module docstring).
+LAYOUT_SIZES = tuple((nodes, 2 * nodes, min(nodes, 2048), max(1, min(32, 2048 // nodes)))
+                     for nodes in (64, 128, 256, 512, 1024, 2048, 4096))
+def layout_buckets(hops: int) -> tuple[LayoutBucket, ...]:
+  """The buckets of a model pruning with `hops`, smallest first."""
+  return tuple(LayoutBucket(hops, *sizes) for sizes in LAYOUT_SIZES)
 
 
-def layout_buckets(hops: int, configs: int) -> tuple[LayoutBucket, ...]:
-  """The buckets of a model pruning with `hops`, scoring `configs` configs per call, smallest first."""
-  return tuple(LayoutBucket(hops, nodes, edges, configurable, configs) for nodes, edges, configurable in LAYOUT_SIZES)
+def _table_specs(bucket: LayoutBucket) -> tuple[tf.TensorSpec, ...]:
+  return tuple(spec for direction in DIRECTIONS for spec in (
+      tf.TensorSpec([bucket.nodes, NEIGHBOUR_SLOTS], tf.int32, direction),
+      tf.TensorSpec([bucket.nodes], tf.int32, f"{direction}_degrees"),
+      tf.TensorSpec([HUB_ROWS, bucket.edges], tf.float32, f"{direction}_hubs"),
+      tf.TensorSpec([bucket.nodes], tf.int32, f"{direction}_hub_of")))
 
 
-def input_specs(bucket: LayoutBucket) -> tuple[tf.TensorSpec, ...]:
-  """The static signature's inputs, in argument order."""
+def context_input_specs(bucket: LayoutBucket) -> tuple[tf.TensorSpec, ...]:
+  """The context signature's inputs, in argument order."""
   return (tf.TensorSpec([bucket.nodes, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
           tf.TensorSpec([bucket.nodes], tf.uint8, "node_opcode"),
           tf.TensorSpec([bucket.edges, 2], tf.int64, "edge_index"),
+          *_table_specs(bucket),
+          tf.TensorSpec([], tf.int32, "num_nodes"),
+          tf.TensorSpec([], tf.int32, "num_edges"))
+
+
+def chunk_input_specs(bucket: LayoutBucket, context_units: int) -> tuple[tf.TensorSpec, ...]:
+  """The chunk signature's inputs, in argument order; the context is (N, context_units)."""
+  return (*context_input_specs(bucket),
+          tf.TensorSpec([bucket.nodes], tf.int32, "op_slot"),
           tf.TensorSpec([bucket.configurable], tf.int64, "node_config_ids"),
           tf.TensorSpec([bucket.configs, bucket.configurable, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], tf.float32,
                         "node_config_feat"),
-          *(tf.TensorSpec([], tf.int32, name) for name in COUNT_NAMES))
+          tf.TensorSpec([bucket.nodes, context_units], tf.float32, "context"),
+          tf.TensorSpec([], tf.int32, "num_configurable"),
+          tf.TensorSpec([], tf.int32, "num_configs"))
 
 
-def _split(count: tf.Tensor, total) -> tf.Tensor:
-  """(2,) int64 component sizes: the real `count` rows, then the filler rows."""
-  return tf.stack([count, tf.cast(total, tf.int64) - count])
-
-
-def padded_layout_graph(node_feat, node_opcode, edge_index, node_config_ids, node_config_feat, num_nodes, num_edges,
-                        num_configurable, num_configs) -> tfgnn.GraphTensor:
-  """The layout GraphTensor of a bucket's (pruned) arrays: component 0 the graph, component 1 the filler.
-
-  What records.join gives for the pruned structure and a chunk of configs, padded: node_config
-  row i * num_configurable + j configures slot j's op for config i. One filler op (row N) and one
-  filler config (row C) are appended, so filler edges and node_config rows have something of
-  their own to join even when the graph fills the bucket. Filler features are zeroed, so the
-  filler component computes on finite values whatever the caller's buffers held.
+def neighbour_tables(bucket: LayoutBucket, edge_index: np.ndarray) -> dict[str, np.ndarray]:
+  """The neighbour tables (the module docstring) of a graph's (e, 2) edge_index [consumer,
+  producer], for the bucket it fits: each op's edges in edge order, the first NEIGHBOUR_SLOTS in
+  its row, the rest in its hub row. ValueError for more than HUB_ROWS hubs in a direction. The
+  host's twin is native/neighbour_tables.cc.
   """
-  nodes, edges = node_feat.shape[0], edge_index.shape[0]
-  slots, configs = node_config_ids.shape[0], node_config_feat.shape[0]
-  num_nodes, num_edges, num_configurable, num_configs = (
-      tf.cast(count, tf.int64) for count in (num_nodes, num_edges, num_configurable, num_configs))
-  filler_op = tf.constant(nodes, tf.int64)
-  real_op = tf.range(nodes + 1, dtype=tf.int64) < num_nodes
-  slot_ops = tf.where(tf.range(slots, dtype=tf.int64) < num_configurable, node_config_ids, filler_op)
-  config_slot = tf.where(real_op, tf.tensor_scatter_nd_update(
-      -tf.ones([nodes + 1], tf.int64), slot_ops[:, tf.newaxis], tf.range(slots, dtype=tf.int64)), -1)
-  op = tfgnn.NodeSet.from_fields(sizes=_split(num_nodes, nodes + 1), features={
-      "feat": tf.where(real_op[:, tf.newaxis], tf.concat([node_feat, tf.zeros([1, graphs.NODE_FEATURE_WIDTH])], 0), 0.0),
-      "opcode": tf.where(real_op, tf.concat([tf.cast(node_opcode, tf.int64), [0]], 0), 0),
-      "config_slot": config_slot})
-  edge_index = tf.where((tf.range(edges, dtype=tf.int64) < num_edges)[:, tf.newaxis], edge_index, filler_op)
-  feeds = tfgnn.EdgeSet.from_fields(sizes=_split(num_edges, edges), adjacency=tfgnn.Adjacency.from_indices(
-      ("op", edge_index[:, 1]), ("op", edge_index[:, 0])))
-
-  # node_config rows: the real ones first (config-major, as records.join lists them), then filler.
-  rows = configs * slots
-  real_rows = num_configs * num_configurable
-  row = tf.range(rows, dtype=tf.int64)
-  real_row = row < real_rows
-  row_config = tf.where(real_row, row // tf.maximum(num_configurable, 1), configs)  # filler config: row C
-  row_slot = tf.where(real_row, row % tf.maximum(num_configurable, 1), 0)
-  flat_feat = tf.reshape(node_config_feat, [rows, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])
-  row_feat = tf.where(real_row[:, tf.newaxis], tf.gather(flat_feat, tf.minimum(row_config, configs - 1) * slots + row_slot),
-                      0.0)
-  row_op = tf.where(real_row, tf.gather(slot_ops, row_slot), filler_op)
-  node_config = tfgnn.NodeSet.from_fields(sizes=_split(real_rows, rows), features={"feat": row_feat})
-  configures = tfgnn.EdgeSet.from_fields(sizes=_split(real_rows, rows), adjacency=tfgnn.Adjacency.from_indices(
-      ("node_config", row), ("op", row_op)))
-  belongs_to = tfgnn.EdgeSet.from_fields(sizes=_split(real_rows, rows), adjacency=tfgnn.Adjacency.from_indices(
-      ("node_config", row), ("config", row_config)))
-  config = tfgnn.NodeSet.from_fields(sizes=_split(num_configs, configs + 1), features={
-      "config_index": tf.range(configs + 1, dtype=tf.int64), "runtime": tf.zeros([configs + 1], tf.int64)})
-  node_split = tfgnn.NodeSet.from_fields(sizes=tf.zeros([2], tf.int64), features={"offset": tf.zeros([0], tf.int64)})
-  context = tfgnn.Context.from_fields(sizes=tf.ones([2], tf.int64), features={
-      "num_configs": tf.zeros([2], tf.int64), "num_chunks": tf.ones([2], tf.int64)})
-  return tfgnn.GraphTensor.from_pieces(
-      context=context, node_sets={"op": op, "node_config": node_config, "config": config, "node_split": node_split},
-      edge_sets={"feeds": feeds, "configures": configures, "belongs_to": belongs_to})
+  tables = {}
+  for direction, ends in zip(DIRECTIONS, (edge_index[:, 0], edge_index[:, 1])):  # the edges' op in each
+    table = np.full([bucket.nodes, NEIGHBOUR_SLOTS], bucket.edges, np.int32)
+    hubs = np.zeros([HUB_ROWS, bucket.edges], np.float32)
+    hub_of = np.full([bucket.nodes], HUB_ROWS, np.int32)
+    degrees = np.bincount(ends, minlength=bucket.nodes).astype(np.int32)
+    for op in np.flatnonzero(degrees):
+      edges = np.flatnonzero(ends == op)
+      table[op, :min(len(edges), NEIGHBOUR_SLOTS)] = edges[:NEIGHBOUR_SLOTS]
+      if len(edges) > NEIGHBOUR_SLOTS:
+        hub = int(np.sum(hub_of < HUB_ROWS))
+        if hub == HUB_ROWS:
+          raise ValueError(f"over {HUB_ROWS} ops have more than {NEIGHBOUR_SLOTS} {direction}")
+        hubs[hub, edges[NEIGHBOUR_SLOTS:]] = 1.0
+        hub_of[op] = hub
+    tables.update({direction: table, f"{direction}_degrees": degrees, f"{direction}_hubs": hubs,
+                   f"{direction}_hub_of": hub_of})
+  return tables
