@@ -112,8 +112,14 @@ int ScoreInBucket(int64_t configurable_slots, int64_t configs, const float* node
     std::memcpy(feat + i * kNodeFeatures, node_feat + pruned.kept_ops[i] * kNodeFeatures, sizeof(float) * kNodeFeatures);
     opcode[i] = node_opcode[pruned.kept_ops[i]];
   }
-  std::memcpy(model.arg_feed_edge_index_data(), pruned.edge_index.data(), sizeof(int64_t) * num_edges * 2);
-  std::memcpy(model.arg_feed_node_config_ids_data(), pruned.node_config_ids.data(), sizeof(int64_t) * num_configurable);
+  // An empty vector's data() may be null, which memcpy takes from nowhere, even for 0 bytes.
+  if (num_edges > 0) {
+    std::memcpy(model.arg_feed_edge_index_data(), pruned.edge_index.data(), sizeof(int64_t) * num_edges * 2);
+  }
+  if (num_configurable > 0) {
+    std::memcpy(model.arg_feed_node_config_ids_data(), pruned.node_config_ids.data(),
+                sizeof(int64_t) * num_configurable);
+  }
   *model.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
   *model.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
   *model.arg_feed_num_configurable_data() = static_cast<int32_t>(num_configurable);
