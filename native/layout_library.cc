@@ -141,12 +141,19 @@ int64_t ThreadsFor(int64_t chunks) {
   return std::max<int64_t>(1, std::min(threads, chunks));
 }
 
+// Copies `values` into a program's buffer. An empty vector's data() may be null, which memcpy
+// takes from nowhere, even for 0 bytes: an empty vector copies nothing.
+template <class T>
+void CopyValues(const std::vector<T>& values, T* buffer) {
+  if (!values.empty()) std::memcpy(buffer, values.data(), sizeof(T) * values.size());
+}
+
 void SetTable(const tpu_graphs::NeighbourTable& table, int32_t* slots, int32_t* degrees, float* hubs,
               int32_t* hub_of) {
-  std::memcpy(slots, table.slots.data(), sizeof(int32_t) * table.slots.size());
-  std::memcpy(degrees, table.degrees.data(), sizeof(int32_t) * table.degrees.size());
-  std::memcpy(hubs, table.hubs.data(), sizeof(float) * table.hubs.size());
-  std::memcpy(hub_of, table.hub_of.data(), sizeof(int32_t) * table.hub_of.size());
+  CopyValues(table.slots, slots);
+  CopyValues(table.degrees, degrees);
+  CopyValues(table.hubs, hubs);
+  CopyValues(table.hub_of, hub_of);
 }
 
 // The pruned graph (ops, their features and opcodes gathered from the whole graph's, edges,
@@ -164,7 +171,7 @@ void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph
                 sizeof(float) * kNodeFeatures);
     opcode[i] = call.node_opcode[pruned.kept_ops[i]];
   }
-  std::memcpy(program->arg_feed_edge_index_data(), pruned.edge_index.data(), sizeof(int64_t) * num_edges * 2);
+  CopyValues(pruned.edge_index, program->arg_feed_edge_index_data());
   SetTable(graph.producers, program->arg_feed_producers_data(), program->arg_feed_producers_degrees_data(),
                     program->arg_feed_producers_hubs_data(), program->arg_feed_producers_hub_of_data());
   SetTable(graph.consumers, program->arg_feed_consumers_data(), program->arg_feed_consumers_degrees_data(),
@@ -183,9 +190,8 @@ bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, int64_t confi
   SetGraph(&program, call, graph);
   const tpu_graphs::PrunedLayout& pruned = *call.pruned;
   const int64_t num_configurable = static_cast<int64_t>(pruned.node_config_ids.size());
-  std::memcpy(program.arg_feed_op_slot_data(), graph.op_slot.data(), sizeof(int32_t) * graph.op_slot.size());
-  std::memcpy(program.arg_feed_node_config_ids_data(), pruned.node_config_ids.data(),
-              sizeof(int64_t) * num_configurable);
+  CopyValues(graph.op_slot, program.arg_feed_op_slot_data());
+  CopyValues(pruned.node_config_ids, program.arg_feed_node_config_ids_data());
   std::memcpy(program.arg_feed_context_data(), context, sizeof(float) * context_floats);
   *program.arg_feed_num_configurable_data() = static_cast<int32_t>(num_configurable);
   *program.arg_feed_num_configs_data() = static_cast<int32_t>(configs);

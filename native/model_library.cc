@@ -69,7 +69,9 @@ int ScoreInBucket(int64_t configs, int64_t num_nodes, const float* node_feat, co
   thread_local Model model;  // one set of buffers per thread and bucket, reused between calls
   std::memcpy(model.arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
   std::memcpy(model.arg_feed_node_opcode_data(), node_opcode, num_nodes);
-  std::memcpy(model.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
+  if (num_edges > 0) {  // edge_index may be null without edges, and memcpy takes no null source even for 0 bytes
+    std::memcpy(model.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
+  }
   *model.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
   *model.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
   for (int64_t start = 0; start < num_configs; start += configs) {
