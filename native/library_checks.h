@@ -69,6 +69,16 @@ inline int ChooseCpuLevel(const char* const* levels, int count, std::string* err
   return -1;
 }
 
+// The level of `levels` (a library's compiled levels, oldest first) this process runs, chosen once
+// by ChooseCpuLevel at the first call, or -1 with the reason in `error`.
+template <int N>
+int ChosenCpuLevel(const char* const (&levels)[N], std::string* error) {
+  static std::string reason;
+  static const int level = ChooseCpuLevel(levels, N, &reason);
+  *error = reason;
+  return level;
+}
+
 // Refuses a count of rows of `row_bytes` bytes that no array holds (more than PTRDIFF_MAX bytes): a
 // caller's bug (an uninitialized or negative size read as unsigned), refused before any size is
 // multiplied out or any array read. `name` names the array.

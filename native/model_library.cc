@@ -21,7 +21,7 @@ namespace {
 
 using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
-using tpu_graphs_library::ChooseCpuLevel;
+using tpu_graphs_library::ChosenCpuLevel;
 using tpu_graphs_library::Fail;
 using tpu_graphs_library::FirstNonFinite;
 
@@ -112,14 +112,6 @@ const char* const kLevelNames[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVE
 #undef TPU_GRAPHS_LEVEL_SCORER
 #undef TPU_GRAPHS_TRY_BUCKET
 
-// The level this process runs (chosen once), or -1 with the reason in `error`.
-int ChosenLevel(std::string* error) {
-  static std::string reason;
-  static const int level = ChooseCpuLevel(kLevelNames, sizeof(kLevelNames) / sizeof(kLevelNames[0]), &reason);
-  *error = reason;
-  return level;
-}
-
 }  // namespace
 
 extern "C" void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges) {
@@ -132,7 +124,7 @@ extern "C" int tpu_graphs_score_tile(int64_t num_nodes, const float* node_feat, 
                                      int64_t num_edges, const int64_t* edge_index, int64_t num_configs,
                                      const float* config_feat, float* scores, char* message, size_t message_size) {
   std::string level_error;
-  const int level = ChosenLevel(&level_error);
+  const int level = ChosenCpuLevel(kLevelNames, &level_error);
   if (level < 0) return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "%s", level_error.c_str());
   const int checked = CheckInput(num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, config_feat,
                                  scores, message, message_size);
