@@ -469,7 +469,7 @@ def test_the_c_call_refuses_a_truncated_module(tile_export, dumps, tmp_path):
 
 def _sanitized_library(export_dir, tmp_path, sanitizer: list[str], featurizer_archive=None) -> pathlib.Path:
   """The model compiled in export_dir/native linked again by g++ with `sanitizer`'s flags."""
-  return native_library.relink(export_dir / "native", native_builds.built("native/libxla_aot_runtime.a").parent,
+  return native_library.relink(export_dir / "native", bazel_outputs.built("native/libxla_aot_runtime.a").parent,
                                tmp_path / export_dir.name / native_library.LIBRARY_NAME, ["g++", "-O1", *sanitizer],
                                featurizer_archive)
 
@@ -503,7 +503,7 @@ def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitiz
                   str(pathlib.Path(__file__).with_name("library_threads.cc")),
                   str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
                  check=True, capture_output=True)
-  featurizer = native_builds.built("native/libtpu_graphs_featurizer_tsan.a")
+  featurizer = bazel_outputs.built("native/libtpu_graphs_featurizer_tsan.a")
   generated = locations.EMBEDDED_NPZ
   tile_graphs = sorted((generated / "tile/xla/test").glob("*.npz"))[:6]  # 6 to 26 ops: buckets of 16 and 32
   layout_graphs = sorted((generated / "layout/xla/default/test").glob("*.npz"))  # 350 to 3,047 ops
