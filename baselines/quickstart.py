@@ -33,7 +33,7 @@ from absl import flags
 from baselines import program
 from tpu_graphs.analysis import report
 from tpu_graphs.data import errors, graphs, locations, npz
-from tpu_graphs.export import ranker, saved_model, submission
+from tpu_graphs.export import ranker, run_export, saved_model, submission
 from tpu_graphs.train import experiments, run_experiment, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")
@@ -133,7 +133,7 @@ def run_collection(experiment_name: str, collection: str, data_root: pathlib.Pat
     started = time.time()
     run_experiment.train(experiment, data_root, run_dir, records_dir=out_dir / "records",
                       strategy=strategy,
-                      exporters=[saved_model.export_to_run_directory])
+                      exporters=[run_export.export_to_run_directory])
     serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME, configs_per_call=experiment.model.configs_per_chunk)
     scored = score_split(serving, data_root, collection, "valid")
     history = json.loads((run_dir / "history.json").read_text())

@@ -13,7 +13,7 @@ from absl import flags
 
 from baselines import program
 from tpu_graphs.data import locations, storage
-from tpu_graphs.export import saved_model
+from tpu_graphs.export import run_export
 from tpu_graphs.models import gnn
 from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, run_experiment, strategies
 
@@ -80,7 +80,7 @@ def train(collection: str, default_experiment: str, out_dir: Optional[str], trai
     memory_plan.check(sizes, plan, None if MEMORY_LIMIT_GB.value is None else MEMORY_LIMIT_GB.value * memory_plan.GIB)
   print(f"{collection}: {run_experiment.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
   result = run_experiment.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
-                             exporters=[saved_model.export_to_run_directory], sizes=sizes)
+                             exporters=[run_export.export_to_run_directory], sizes=sizes)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   unmeasured = result["valid"].get("unmeasured", [])

@@ -109,7 +109,7 @@ _MALLOC_LIMIT_MB = flags.DEFINE_integer("malloc_limit_mb", 1024, "libFuzzer's -m
                                         "allocation is a finding.")
 _OUT = flags.DEFINE_string("out", str(benchmark_results.default_path("fuzz")), "Where a run of every target writes "
                            "its figures.")
-program.require_at_least(1, _RUNS, _TIMEOUT, _RSS_LIMIT_MB, _MALLOC_LIMIT_MB)
+program.require_at_least(1, _RUNS, _PARALLEL, _TIMEOUT, _RSS_LIMIT_MB, _MALLOC_LIMIT_MB)
 
 
 # --- seeds: inputs in each target's layout (native/fuzz/*_fuzzer.cc, fuzz_input.h) from real files
@@ -400,8 +400,6 @@ def main(argv):
     sys.exit(f"fuzz: unknown target(s) {', '.join(unknown)}; targets: {', '.join(TARGETS)}")
   if shutil.which(CLANG) is None:
     sys.exit(f"fuzz: {CLANG} not found; install clang (Debian: apt-get install clang), which ships libFuzzer")
-  if _PARALLEL.value < 1:
-    sys.exit(f"fuzz: --parallel must be at least 1, not {_PARALLEL.value}")
   binaries = {name: build(TARGETS[name]) for name in names}
 
   def fuzz_one(name: str) -> Result:

@@ -16,3 +16,16 @@ SANITIZED = {
 
 def sanitized_tags(suffix):
     return ["manual"] if suffix else []
+
+def sanitized_cc_library(name, copts = [], linkopts = [], deps = [], sanitized_deps = [], **kwargs):
+    """One cc_library per build of SANITIZED: `name` plain and name + suffix with the sanitizer's
+    flags, each depending on the same build (suffix) of `sanitized_deps` and on `deps` as they are."""
+    for suffix, sanitizer in SANITIZED.items():
+        native.cc_library(
+            name = name + suffix,
+            copts = copts + sanitizer,
+            linkopts = linkopts + sanitizer,
+            deps = deps + [dep + suffix for dep in sanitized_deps],
+            tags = sanitized_tags(suffix),
+            **kwargs
+        )

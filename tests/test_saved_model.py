@@ -17,7 +17,7 @@ import tensorflow as tf
 import sample_data
 import tile_test_data
 from tpu_graphs.data import graphs, locations, npz, records
-from tpu_graphs.export import saved_model, static_layout, static_shapes
+from tpu_graphs.export import run_export, saved_model, static_layout, static_shapes
 from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import experiments, run_directory, run_experiment, tasks, trainer
 
@@ -42,7 +42,7 @@ def tile_run(tmp_path_factory):
   config = trainer.TrainingConfig(train_dir=str(records_dir / "train"), valid_dir=str(records_dir / "valid"),
                                   out_dir=str(root / "run"), epochs=2, batch_size=4, configs_per_graph=8,
                                   learning_rate=3e-3, verbose=0)
-  trainer.run(tasks.TileTask(), build, config, exporters=[saved_model.export_to_run_directory])
+  trainer.run(tasks.TileTask(), build, config, exporters=[run_export.export_to_run_directory])
   return root / "run", built[0]
 
 
@@ -163,7 +163,7 @@ def layout_export(tmp_path_factory):
   pruning (export_to_run_directory's), loaded."""
   graph, scorer = _small_layout_scorer(sorted((locations.EMBEDDED_NPZ / "layout/nlp/default/valid").glob("*.npz"))[0], 300)
   run_dir = tmp_path_factory.mktemp("layout_run")
-  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(), run_dir)  # no pruning: its sizes depend on data
+  run_export.export_to_run_directory(scorer, tasks.LayoutTask(), run_dir)  # no pruning: its sizes depend on data
   return graph, tf.saved_model.load(str(run_dir / saved_model.EXPORT_DIR_NAME))
 
 
@@ -388,7 +388,7 @@ def test_whole_chunks_and_a_single_config_score_like_part_of_a_longer_call(tmp_p
   # A layout model cannot score an empty chunk, which a count of whole chunks once left over.
   graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE),
                                        2 * saved_model.CONFIGS_PER_CALL["layout"] + 10)
-  saved_model.export_to_run_directory(scorer, tasks.LayoutTask(prune_hops=0), tmp_path)
+  run_export.export_to_run_directory(scorer, tasks.LayoutTask(prune_hops=0), tmp_path)
   loaded = tf.saved_model.load(str(tmp_path / saved_model.EXPORT_DIR_NAME))
   arrays = _plain_arrays(graph)
   longer = loaded.score(*arrays)["scores"].numpy()
@@ -412,7 +412,7 @@ def run_without_its_data(tmp_path_factory):
   experiment = experiments.experiment("smallest", "layout:nlp:default").overridden(
       training={"verbose": 0}, model={"normalize": True, "segment_size": 32})
   run_experiment.train(experiment, data_root, root / "run", records_dir=root / "records",
-                       exporters=[saved_model.export_to_run_directory])
+                       exporters=[run_export.export_to_run_directory])
   graph = npz.read_graph(next((data_root / "layout/nlp/default/valid").glob("*.npz")))
   assert graph.node_config_ids.size > 32  # pruned to its configurable ops, still scored in segments
   data_root.rename(root / "moved_npz")

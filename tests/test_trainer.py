@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import memory_file_system
 import tile_test_data
-from tpu_graphs.export import saved_model
+from tpu_graphs.export import run_export, saved_model
 from tpu_graphs.models import tile_model
 from tpu_graphs.data import convert, locations, npz, storage
 from tpu_graphs.train import experiments, metrics, run_directory, run_experiment, scoring, tasks, trainer
@@ -71,7 +71,7 @@ def test_run_reads_records_and_writes_its_directory_on_an_in_memory_file_system(
   config = trainer.TrainingConfig(train_dir=storage.join(records, "train"), valid_dir=storage.join(records, "valid"),
                                   test_dir=storage.join(records, "test"), out_dir=storage.join(url, "tiles"),
                                   epochs=2, batch_size=4, configs_per_graph=8, verbose=0)
-  result = trainer.run(tasks.TileTask(), _build, config, exporters=[saved_model.export_to_run_directory])
+  result = trainer.run(tasks.TileTask(), _build, config, exporters=[run_export.export_to_run_directory])
   run_dir = config.out_dir
   assert json.loads(storage.read_text(storage.join(run_dir, "metrics.json")))["epochs_run"] == 2 == result["epochs_run"]
   assert storage.read_text(storage.join(run_dir, "predictions.csv")).startswith("ID,TopConfigs\ntile:xla:test_kernel_")

@@ -13,7 +13,7 @@ featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its 
     compile_model_library("out/tiles/export", "bazel-bin/native")   # every CPU level (CPUS)
     compile_model_library("out/tiles/export", "bazel-bin/native", cpus=["x86-64"])   # faster to compile
 
-A run's rerun exports again (saved_model.export_to_run_directory): native/ is kept where the weights
+A run's rerun exports again (run_export.export_to_run_directory): native/ is kept where the weights
 are those it was compiled from, and compiled again otherwise (compile_again_if_stale).
 
 A training run's export (<run>/export) leaves the static signatures out, since tracing them costs

@@ -292,17 +292,6 @@ def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[P
   storage.atomic_directory(export_dir, write)
 
 
-def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -> None:
-  """A trainer.ModelExporter: the serving SavedModel as <run_dir>/export, with the task's
-  per-graph preprocessing (layout pruning) inside. A native library compiled from the earlier
-  export (export/native/, native_library.py) is kept, and compiled again where the weights changed
-  (a run trained on after it was compiled): a rerun never deletes what a user built."""
-  from tpu_graphs.export import native_library  # pylint: disable=g-import-not-at-top  (it imports this module)
-  export_dir = storage.join(run_dir, EXPORT_DIR_NAME)
-  export(scorer, task.kind, export_dir, task.structure_transform, keep=[native_library.NATIVE_DIR_NAME])
-  native_library.compile_again_if_stale(export_dir)
-
-
 def weights_fingerprint(export_dir) -> str:
   """A SHA-256 of a SavedModel's variables, names and values: equal for two exports of the same
   model with the same weights (what native_library records of the model it compiled)."""
@@ -329,7 +318,7 @@ def model_input_spec(kind: str) -> tfgnn.GraphTensorSpec:
 
 def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
   """Exports the best model of the training run in `run_dir` to `export_dir` again, as
-  export_to_run_directory did, with `static_signatures` if asked.
+  run_export.export_to_run_directory did, with `static_signatures` if asked.
 
   The model is rebuilt from the run directory alone (run_experiment.run_model_builder: the
   experiment and model settings of its config.json, what the model took from the data as the run

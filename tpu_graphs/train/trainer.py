@@ -104,7 +104,7 @@ def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.
 
 BuildModel = Callable[[tfgnn.GraphTensorSpec], tf.keras.Model]
 # (final scorer, task kind "tile"/"layout", run directory) -> None: writes one more exported form
-# of the model into the run directory, e.g. tpu_graphs.export.saved_model.export_to_run_directory.
+# of the model into the run directory, e.g. tpu_graphs.export.run_export.export_to_run_directory.
 ModelExporter = Callable[[tf.keras.Model, tasks.Task, str], None]
 
 
