@@ -181,15 +181,6 @@ def op_context(op_context_layer: layout_model.OpContext, arrays: dict) -> tf.Ten
   return states
 
 
-def _category_sums(categories_layer: layout_model.LayoutCategories, categories: tf.Tensor) -> tf.Tensor:
-  """LayoutCategories on (..., w) categories (layout_features.layout_categories): the sum over
-  value positions of each position's table row, as w gathers added, so the (..., w, units) rows
-  are never held at once (XLA reduces a middle axis slowly)."""
-  table = categories_layer._table.embeddings  # (w_max * LAYOUT_CATEGORIES, units)  pylint: disable=protected-access
-  return tf.add_n([tf.gather(table, categories[..., position] + layout_features.LAYOUT_CATEGORIES * position)
-                   for position in range(categories.shape[-1])])
-
-
 def _edge_copy_counts(graph: PaddedGraph, values: tf.Tensor, configured: tf.Tensor) -> tf.Tensor:
   """layout_model.edge_copy_counts on (N, C, 18) values: (N, C, 2) float32 per op and config, how
   many of its producers and of its consumers meet it with a layout change (computed once per edge)."""
@@ -217,7 +208,10 @@ def config_scores(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.
   rows = tf.concat([rows, -tf.ones([1, configs, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])], 0)
   slot_op = tf.concat([tf.where(real_slot, tf.cast(node_config_ids, tf.int32), 0), [0]], 0)  # (K + 1,)
   categories = layout_features.layout_categories(rows)  # (K + 1, C, 18), 0: unset
-  inputs = [_category_sums(layer._categories, categories)] if layer._categories is not None else [rows]  # pylint: disable=protected-access
+  # The categories' table rows summed as LayoutCategories does in training, a product of their one-hot
+  # encoding with the table: as lookups, XLA fused the gathers into their sum as a scalar loop (one
+  # load per element and value position) that took over a quarter of the call (perf, 64-op bucket).
+  inputs = [layer._categories(rows, training=True)] if layer._categories is not None else [rows]  # pylint: disable=protected-access
   if "costs" in layer.encodings:
     is_convolution = tf.equal(graph.opcode, _CONVOLUTION_OPCODE)
     matrix_dims = layout_features.matrix_feature_dims(graph.node_feat, is_convolution)
