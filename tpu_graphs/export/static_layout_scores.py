@@ -208,10 +208,7 @@ def config_scores(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.
   rows = tf.concat([rows, -tf.ones([1, configs, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])], 0)
   slot_op = tf.concat([tf.where(real_slot, tf.cast(node_config_ids, tf.int32), 0), [0]], 0)  # (K + 1,)
   categories = layout_features.layout_categories(rows)  # (K + 1, C, 18), 0: unset
-  # The categories' table rows summed as LayoutCategories does in training, a product of their one-hot
-  # encoding with the table: as lookups, XLA fused the gathers into their sum as a scalar loop (one
-  # load per element and value position) that took over a quarter of the call (perf, 64-op bucket).
-  inputs = [layer._categories(rows, training=True)] if layer._categories is not None else [rows]  # pylint: disable=protected-access
+  inputs = [layer._categories(rows)] if layer._categories is not None else [rows]  # pylint: disable=protected-access
   if "costs" in layer.encodings:
     is_convolution = tf.equal(graph.opcode, _CONVOLUTION_OPCODE)
     matrix_dims = layout_features.matrix_feature_dims(graph.node_feat, is_convolution)

@@ -102,12 +102,13 @@ def edge_copy_counts(graph: tfgnn.GraphTensor, values: tf.Tensor, configured: tf
 class LayoutCategories(tf.keras.layers.Layer):
   """(..., w) layout values -> (..., dim): the sum over value positions of a learnt vector per
   (position, value category). Equal to an embedding per position concatenated and projected by a
-  linear layer, at w table lookups per row instead of a (w * embedding) x dim product.
+  linear layer, computed as one product of the rows' one-hot categories with the table.
 
-  In training the lookups are a product of the rows' one-hot categories with the table, which
-  computes the same sums: the gradient of a lookup is a scatter into the table, which XLA on a
-  CPU runs as one loop iteration per row and position (over a million per step of the recipe),
-  while a product's gradient is a product.
+  A product rather than w table lookups, whatever runs it: the gradient of a lookup is a scatter
+  into the table, which XLA on a CPU runs as one loop iteration per row and position (over a
+  million per step of the recipe); XLA compiles the lookups' sum to a scalar loop (over a quarter
+  of a native layout call); and TensorFlow's kernels spent more time gathering the (..., w, dim)
+  vectors and reducing them over w than the product takes.
   """
 
   def __init__(self, dim: int, **kwargs):
@@ -115,14 +116,11 @@ class LayoutCategories(tf.keras.layers.Layer):
     self.dim = dim
     self._table = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
 
-  def call(self, values: tf.Tensor, training=None) -> tf.Tensor:
-    width = values.shape[-1]
-    categories = layout_features.layout_categories(tf.cast(values, tf.float32))
-    if not training:
-      return tf.reduce_sum(self._table(categories + layout_features.LAYOUT_CATEGORIES * tf.range(width)), axis=-2)
-    if not self._table.built:
+  def call(self, values: tf.Tensor) -> tf.Tensor:
+    if not self._table.built:  # only its weights are used
       self._table.build(tf.TensorShape([None]))
-    positions = width * layout_features.LAYOUT_CATEGORIES
+    positions = values.shape[-1] * layout_features.LAYOUT_CATEGORIES
+    categories = layout_features.layout_categories(tf.cast(values, tf.float32))
     one_hot = tf.reshape(tf.one_hot(categories, layout_features.LAYOUT_CATEGORIES), [-1, positions])
     summed = tf.matmul(one_hot, self._table.embeddings[:positions])
     return tf.reshape(summed, tf.concat([tf.shape(values)[:-1], [self.dim]], 0))
