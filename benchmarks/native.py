@@ -224,8 +224,9 @@ def machine_peak_flops() -> float:
 
 def chunk_flops_per_config(bucket) -> float:
   """FLOPs per config of a layout bucket's chunk program for the default recipe's model: twice the
-  multiply-adds of the per-config half's dense layers on every padded row (op rows; the row layer
-  on configurable slots; the context's projection once per chunk of bucket.configs)."""
+  multiply-adds of the per-config half's dense layers on every padded op row (the context's
+  projection once per chunk of bucket.configs). The row layer is the rows program's, run once per
+  distinct config row (a few per op), not per config."""
   import tensorflow as tf
   from tpu_graphs.export import saved_model
   from tpu_graphs.train import experiments
@@ -234,9 +235,8 @@ def chunk_flops_per_config(bucket) -> float:
   config_scorer = scorer.get_layer("config_scorer")
   multiply_adds = 0.0
   for dense in config_scorer.submodules:
-    if isinstance(dense, tf.keras.layers.Dense):
-      rows = {id(config_scorer._row): bucket.configurable + 1,  # pylint: disable=protected-access
-              id(config_scorer._context): bucket.nodes / bucket.configs}.get(id(dense), bucket.nodes)  # pylint: disable=protected-access
+    if isinstance(dense, tf.keras.layers.Dense) and dense is not config_scorer._row:  # pylint: disable=protected-access
+      rows = bucket.nodes / bucket.configs if dense is config_scorer._context else bucket.nodes  # pylint: disable=protected-access
       multiply_adds += rows * dense.kernel.shape[0] * dense.kernel.shape[1]
   return 2.0 * multiply_adds
 

@@ -1,17 +1,19 @@
 // The layout half of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
 // one layout model: per size bucket (tpu_graphs/export/static_layout.py) a context class (the op
-// states no config changes) and a chunk class (scores of C configs given the context), each
-// compiled for several CPU levels. Compiled per model by baselines/compile_native.py, which
-// generates TPU_GRAPHS_BUCKETS_HEADER: it includes every class's header and defines
+// states no config changes) and a chunk class (scores of C configs given the context and their
+// config rows' states), and one rows class (the states of config rows), each compiled for several
+// CPU levels. Compiled per model by baselines/compile_native.py, which generates
+// TPU_GRAPHS_BUCKETS_HEADER: it includes every class's header and defines
 // TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first, and
-// TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) as X(LEVEL::context, LEVEL::chunk, hops, nodes,
-// edges, configurable, configs) per bucket, smallest first.
+// TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) as X(LEVEL::context, LEVEL::rows, LEVEL::chunk, hops,
+// nodes, edges, configurable, configs) per bucket, smallest first.
 //
 // A call checks the input as the SavedModel's plain signature does inside its graph
 // (saved_model.checked_arrays), prunes the graph as its graph does (layout_pruning.cc), picks the
-// smallest bucket the pruned graph fits, computes the context once and then the chunks of configs,
-// spread over the cores (one thread per core, each with its own buffers), in the code of the
-// newest CPU level this CPU runs.
+// smallest bucket the pruned graph fits, computes the context once, the state of each distinct
+// config row once (configs repeat a few rows per op), and then the chunks of configs, spread over
+// the cores (one thread per core, each with its own buffers), in the code of the newest CPU level
+// this CPU runs.
 
 #include <sched.h>
 
@@ -26,6 +28,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +50,7 @@ constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
 constexpr float kLowestLayoutValue = -1, kHighestLayoutValue = 5;  // graphs.LAYOUT_VALUE_RANGE
 constexpr int64_t kNeighbourSlots = TPU_GRAPHS_NEIGHBOUR_SLOTS, kHubRows = TPU_GRAPHS_HUB_ROWS;  // static_layout.py
+constexpr int64_t kRowsPerCall = TPU_GRAPHS_ROWS_PER_CALL;
 
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
@@ -128,6 +132,69 @@ struct BucketGraph {
   std::vector<int32_t> op_slot;  // [nodes], `configurable` for an op no config sets
 };
 
+// The config rows of a call (one config's 18 layout values on one configurable op) as indices into
+// their distinct rows: configs repeat a few rows per op (5 to 8 distinct in the sample's graphs),
+// so the rows program runs once per distinct row instead of once per config and op.
+struct DistinctRows {
+  std::vector<int32_t> of_row;  // [num_configs][num_configurable]: each row's distinct row
+  std::vector<int64_t> first;   // per distinct row, where it first occurs (config * num_configurable + slot)
+  std::vector<float> states;    // [distinct rows][config units], the rows program's
+  int64_t units = 0;
+};
+
+// A row's values, validated integers in [-1, 5], three bits each.
+uint64_t RowKey(const float* values) {
+  uint64_t key = 0;
+  for (int64_t i = 0; i < kLayoutValues; ++i) key = key << 3 | static_cast<uint64_t>(values[i] + 1);
+  return key;
+}
+
+DistinctRows FindDistinctRows(const PrunedCall& call) {
+  const int64_t slots = static_cast<int64_t>(call.pruned->node_config_ids.size());
+  DistinctRows distinct;
+  distinct.of_row.resize(call.num_configs * slots);
+  std::vector<std::unordered_map<uint64_t, int32_t>> seen(slots);
+  for (int64_t row = 0; row < call.num_configs * slots; ++row) {
+    const auto [found, added] = seen[row % slots].try_emplace(RowKey(call.node_config_feat + row * kLayoutValues),
+                                                              static_cast<int32_t>(distinct.first.size()));
+    if (added) distinct.first.push_back(row);
+    distinct.of_row[row] = found->second;
+  }
+  return distinct;
+}
+
+// Runs the rows program over the distinct rows, kRowsPerCall at a time (the last call filled up
+// with copies of the first row), each with its op's features and opcode. False with `error` set
+// if the program fails.
+template <class Rows>
+bool ComputeRowStates(const PrunedCall& call, DistinctRows* distinct, std::string* error) {
+  thread_local Rows program;
+  const tpu_graphs::PrunedLayout& pruned = *call.pruned;
+  const int64_t slots = static_cast<int64_t>(pruned.node_config_ids.size());
+  const int64_t rows = static_cast<int64_t>(distinct->first.size());
+  distinct->units = program.result_fetch_row_states_count() / kRowsPerCall;
+  distinct->states.resize(rows * distinct->units);
+  for (int64_t start = 0; start < rows; start += kRowsPerCall) {
+    for (int64_t i = 0; i < kRowsPerCall; ++i) {
+      const int64_t row = distinct->first[start + i < rows ? start + i : 0];
+      const int64_t op = pruned.kept_ops[pruned.node_config_ids[row % slots]];
+      std::memcpy(program.arg_feed_node_config_feat_data() + i * kLayoutValues,
+                  call.node_config_feat + row * kLayoutValues, sizeof(float) * kLayoutValues);
+      std::memcpy(program.arg_feed_node_feat_data() + i * kNodeFeatures, call.node_feat + op * kNodeFeatures,
+                  sizeof(float) * kNodeFeatures);
+      program.arg_feed_node_opcode_data()[i] = call.node_opcode[op];
+    }
+    if (!program.Run()) {
+      *error = program.error_msg();
+      return false;
+    }
+    const int64_t count = std::min(kRowsPerCall, rows - start);
+    std::memcpy(distinct->states.data() + start * distinct->units, program.result_fetch_row_states_data(),
+                sizeof(float) * count * distinct->units);
+  }
+  return true;
+}
+
 // How many threads score the chunks: one per core this process may run on (sched_getaffinity),
 // or TPU_GRAPHS_NUM_THREADS (e.g. 1 in a compiler that runs its own threads), at most `chunks`.
 int64_t ThreadsFor(int64_t chunks) {
@@ -156,20 +223,19 @@ void SetTable(const tpu_graphs::NeighbourTable& table, int32_t* slots, int32_t* 
   CopyValues(table.hub_of, hub_of);
 }
 
-// The pruned graph (ops, their features and opcodes gathered from the whole graph's, edges,
-// neighbour tables and counts) copied into a program's argument buffers. Op and edge rows past
-// the counts are left as they are: the programs mask them, and the tables name none.
+// The pruned graph (ops and their features gathered from the whole graph's, edges, neighbour
+// tables and counts) copied into a program's argument buffers; the context program also takes the
+// ops' opcodes. Op and edge rows past the counts are left as they are: the programs mask them, and
+// the tables name none.
 template <class Program>
 void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph) {
   const tpu_graphs::PrunedLayout& pruned = *call.pruned;
   const int64_t num_nodes = static_cast<int64_t>(pruned.kept_ops.size());
   const int64_t num_edges = static_cast<int64_t>(pruned.edge_index.size() / 2);
   float* feat = program->arg_feed_node_feat_data();
-  uint8_t* opcode = program->arg_feed_node_opcode_data();
   for (int64_t i = 0; i < num_nodes; ++i) {
     std::memcpy(feat + i * kNodeFeatures, call.node_feat + pruned.kept_ops[i] * kNodeFeatures,
                 sizeof(float) * kNodeFeatures);
-    opcode[i] = call.node_opcode[pruned.kept_ops[i]];
   }
   CopyValues(pruned.edge_index, program->arg_feed_edge_index_data());
   SetTable(graph.producers, program->arg_feed_producers_data(), program->arg_feed_producers_degrees_data(),
@@ -184,14 +250,14 @@ void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph
 // this thread's own buffers; the last chunk is filled up with copies of the last config.
 // Returns false with `error` set if a program fails.
 template <class Chunk>
-bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, int64_t configurable_slots, int64_t configs,
-                 const float* context, int64_t context_floats, std::atomic<int64_t>* next, std::string* error) {
+bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, const DistinctRows& distinct,
+                 int64_t configurable_slots, int64_t configs, const float* context, int64_t context_floats,
+                 std::atomic<int64_t>* next, std::string* error) {
   thread_local Chunk program;  // one set of buffers per thread and bucket, reused between calls
   SetGraph(&program, call, graph);
   const tpu_graphs::PrunedLayout& pruned = *call.pruned;
   const int64_t num_configurable = static_cast<int64_t>(pruned.node_config_ids.size());
   CopyValues(graph.op_slot, program.arg_feed_op_slot_data());
-  CopyValues(pruned.node_config_ids, program.arg_feed_node_config_ids_data());
   std::memcpy(program.arg_feed_context_data(), context, sizeof(float) * context_floats);
   *program.arg_feed_num_configurable_data() = static_cast<int32_t>(num_configurable);
   *program.arg_feed_num_configs_data() = static_cast<int32_t>(configs);
@@ -200,10 +266,16 @@ bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, int64_t confi
   for (int64_t chunk = next->fetch_add(1); chunk < chunks; chunk = next->fetch_add(1)) {
     const int64_t start = chunk * configs;
     float* rows = program.arg_feed_node_config_feat_data();
+    float* row_states = program.arg_feed_row_states_data();
     for (int64_t i = 0; i < configs; ++i) {
       const int64_t config = std::min(start + i, call.num_configs - 1);
       std::memcpy(rows + i * configurable_slots * kLayoutValues, call.node_config_feat + config * config_values,
                   sizeof(float) * config_values);
+      for (int64_t slot = 0; slot < num_configurable; ++slot) {
+        std::memcpy(row_states + (i * configurable_slots + slot) * distinct.units,
+                    distinct.states.data() + distinct.of_row[config * num_configurable + slot] * distinct.units,
+                    sizeof(float) * distinct.units);
+      }
     }
     if (!program.Run()) {
       *error = program.error_msg();
@@ -216,8 +288,9 @@ bool ScoreChunks(const PrunedCall& call, const BucketGraph& graph, int64_t confi
 }
 
 // Scores the pruned graph in the bucket of `Context` and `Chunk`: its neighbour tables, the
-// context once, then the chunks over ThreadsFor(chunks) threads, this one among them.
-template <class Context, class Chunk>
+// context once, the distinct config rows' states once (`Rows`), then the chunks over
+// ThreadsFor(chunks) threads, this one among them.
+template <class Context, class Rows, class Chunk>
 int ScoreInBucket(int64_t nodes, int64_t edges, int64_t configurable_slots, int64_t configs, const PrunedCall& call,
                   char* message, size_t message_size) {
   const tpu_graphs::PrunedLayout& pruned = *call.pruned;
@@ -240,20 +313,28 @@ int ScoreInBucket(int64_t nodes, int64_t edges, int64_t configurable_slots, int6
   if (call.num_configs == 0) return TPU_GRAPHS_OK;
   thread_local Context context_program;
   SetGraph(&context_program, call, graph);
+  for (size_t i = 0; i < pruned.kept_ops.size(); ++i) {
+    context_program.arg_feed_node_opcode_data()[i] = call.node_opcode[pruned.kept_ops[i]];
+  }
   if (!context_program.Run()) {
     return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
                 context_program.error_msg().c_str());
   }
   const float* context = context_program.result_fetch_context_data();
   const int64_t context_floats = context_program.result_fetch_context_count();
+  DistinctRows distinct = FindDistinctRows(call);
+  std::string rows_error;
+  if (!ComputeRowStates<Rows>(call, &distinct, &rows_error)) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", rows_error.c_str());
+  }
   const int64_t threads = ThreadsFor((call.num_configs + configs - 1) / configs);
   std::atomic<int64_t> next{0};
   std::vector<std::string> errors(threads);
   std::vector<char> succeeded(threads, 1);
   auto work = [&](int64_t thread) {
     try {
-      succeeded[thread] = ScoreChunks<Chunk>(call, graph, configurable_slots, configs, context, context_floats, &next,
-                                            &errors[thread]);
+      succeeded[thread] = ScoreChunks<Chunk>(call, graph, distinct, configurable_slots, configs, context,
+                                             context_floats, &next, &errors[thread]);
     } catch (const std::exception& failure) {  // std::bad_alloc of a thread's program buffers
       succeeded[thread] = 0;
       errors[thread] = failure.what();
@@ -279,11 +360,11 @@ int ScoreInBucket(int64_t nodes, int64_t edges, int64_t configurable_slots, int6
 // Scores `call` in the smallest bucket of one CPU level's classes it fits; -1 if none.
 using LevelScorer = int (*)(const PrunedCall& call, char* message, size_t message_size);
 
-#define TPU_GRAPHS_TRY_BUCKET(Context, Chunk, hops, nodes, edges, configurable, configs)                        \
+#define TPU_GRAPHS_TRY_BUCKET(Context, Rows, Chunk, hops, nodes, edges, configurable, configs)                  \
   if (static_cast<int64_t>(call.pruned->kept_ops.size()) <= nodes &&                                          \
       static_cast<int64_t>(call.pruned->edge_index.size() / 2) <= edges &&                                    \
       static_cast<int64_t>(call.pruned->node_config_ids.size()) <= configurable) {                            \
-    return ScoreInBucket<Context, Chunk>(nodes, edges, configurable, configs, call, message, message_size);   \
+    return ScoreInBucket<Context, Rows, Chunk>(nodes, edges, configurable, configs, call, message, message_size); \
   }
 #define TPU_GRAPHS_LEVEL_SCORER(LEVEL, name)                                                                  \
   [](const PrunedCall& call, char* message, size_t message_size) -> int {                                     \
@@ -301,7 +382,7 @@ const char* const kLevelNames[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVE
 
 extern "C" void tpu_graphs_layout_limits(int64_t* max_nodes, int64_t* max_edges, int64_t* max_configurable,
                                          int64_t* prune_hops) {
-#define TPU_GRAPHS_LIMITS(Context, Chunk, hops, nodes, edges, configurable, configs) \
+#define TPU_GRAPHS_LIMITS(Context, Rows, Chunk, hops, nodes, edges, configurable, configs) \
   *max_nodes = nodes, *max_edges = edges, *max_configurable = configurable, *prune_hops = hops;
   TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(TPU_GRAPHS_LIMITS, any_level)
 #undef TPU_GRAPHS_LIMITS

@@ -312,10 +312,28 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(pru
         node_config_feat=tf.constant(graph.node_config_feat))
 
 
+def _row_states(loaded, bucket: static_layout.LayoutBucket, node_config_feat: np.ndarray, slot_ops: np.ndarray,
+                structure: dict) -> np.ndarray:
+  """(C, K, units) the rows signature's state of every config row of node_config_feat (C, K, 18),
+  slot k's op being slot_ops[k], ROWS_PER_CALL rows a call (the host's work; it calls it once per
+  distinct row)."""
+  rows = node_config_feat.reshape(-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)
+  ops = np.tile(slot_ops, node_config_feat.shape[0])
+  size = static_layout.ROWS_PER_CALL
+  states = []
+  for start in range(0, len(rows), size):
+    batch = np.minimum(np.arange(start, start + size), len(rows) - 1)
+    states.append(loaded.signatures[bucket.rows_signature_name](
+        node_config_feat=rows[batch], node_feat=structure["node_feat"][ops[batch]],
+        node_opcode=structure["node_opcode"][ops[batch]])["row_states"].numpy()[:len(rows) - start])
+  return np.concatenate(states).reshape(*node_config_feat.shape[:2], -1)
+
+
 def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_whatever_the_filler_holds(
     pruning_layout_run):
-  """The context signature once, then a chunk of fewer configs than it holds, on arrays padded with
-  noise: filler ops, edges, slots and configs must not reach the real configs' scores."""
+  """The context signature once, the rows signature on every config row, then a chunk of fewer
+  configs than it holds, on arrays padded with noise: filler ops, edges, slots and configs must not
+  reach the real configs' scores."""
   graph, _, task, _, loaded = pruning_layout_run
   pruned = task.structure_transform(records.structure_from_arrays(
       "layout", graph.node_feat, graph.node_opcode, graph.edge_index, graph.node_config_ids))
@@ -347,11 +365,13 @@ def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_
   op_slot = rng.integers(-5, bucket.configurable + 5, [bucket.nodes]).astype(np.int32)  # filler ops: noise
   op_slot[:nodes] = bucket.configurable
   op_slot[node_config_ids] = np.arange(configurable)
+  slot_ops = padded(node_config_ids, rng.integers(0, nodes, [bucket.configurable]))
+  node_config_feat = padded(graph.node_config_feat[:configs], rng.integers(
+      -1, 6, [bucket.configs, bucket.configurable, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]).astype(np.float32))
   static = loaded.signatures[bucket.signature_name](
-      **structure, context=context, op_slot=op_slot,
-      node_config_ids=padded(node_config_ids, rng.integers(0, nodes, [bucket.configurable])),
-      node_config_feat=padded(graph.node_config_feat[:configs], rng.integers(
-          -1, 6, [bucket.configs, bucket.configurable, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]).astype(np.float32)),
+      **{name: value for name, value in structure.items() if name != "node_opcode"}, context=context,
+      op_slot=op_slot, node_config_feat=node_config_feat,
+      row_states=_row_states(loaded, bucket, node_config_feat, slot_ops, structure),
       num_configurable=np.int32(configurable), num_configs=np.int32(configs))["scores"].numpy()
   plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
       node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,

@@ -98,13 +98,19 @@ def _is_layout(buckets: list[Bucket]) -> bool:
 
 
 def _classes(bucket: Bucket) -> list[tuple[str, str]]:
-  """(signature, C++ class) of each compiled program of a bucket: a tile bucket's one, a layout
-  bucket's context and chunk."""
+  """(signature, C++ class) of each compiled program a bucket calls: a tile bucket's one; a layout
+  bucket's context, the rows program (every bucket's the same) and its chunk."""
   if isinstance(bucket, static_layout.LayoutBucket):
     graph = f"H{bucket.hops}N{bucket.nodes}E{bucket.edges}"
     return [(bucket.context_signature_name, f"LayoutContext{graph}"),
+            (bucket.rows_signature_name, f"LayoutRowsH{bucket.hops}"),
             (bucket.signature_name, f"LayoutChunk{graph}K{bucket.configurable}C{bucket.configs}")]
   return [(bucket.signature_name, f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}")]
+
+
+def _programs(buckets: list[Bucket]) -> list[tuple[str, str]]:
+  """(signature, C++ class) of every compiled program of the buckets, each once."""
+  return list(dict.fromkeys(program for bucket in buckets for program in _classes(bucket)))
 
 
 def _namespace(cpu: str) -> str:
@@ -208,35 +214,36 @@ def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib
   level_dir = aot_dir / _namespace(cpu)
   level_dir.mkdir(parents=True, exist_ok=True)
   target_cpu, target_features = CPUS[cpu]
-  for bucket in buckets:
-    for signature, class_name in _classes(bucket):
-      prefix = level_dir / class_name
-      with tempfile.TemporaryDirectory() as frozen_dir:
-        graph, config = saved_model_aot_compile.freeze_model(
-            checkpoint_path=os.path.join(export_dir, "variables", "variables"),
-            meta_graph_def=_one_signature(meta_graph, signature), output_prefix=frozen_dir,
-            signature_def_key=signature, variables_to_feed=())
-        _pywrap_tfcompile.Compile(
-            graph=graph, config=config, target_triple="x86_64-pc-linux", target_cpu=target_cpu,
-            target_features=target_features, entry_point=re.sub("[^0-9a-zA-Z]+", "_", f"__xla_{prefix}"),
-            cpp_class=f"tpu_graphs_native::{_namespace(cpu)}::{class_name}", out_function_object=f"{prefix}.o",
-            out_metadata_object=f"{prefix}_metadata.o", out_header=f"{prefix}.h", gen_name_to_index=True,
-            gen_program_shape=False)
+  for signature, class_name in _programs(buckets):
+    prefix = level_dir / class_name
+    with tempfile.TemporaryDirectory() as frozen_dir:
+      graph, config = saved_model_aot_compile.freeze_model(
+          checkpoint_path=os.path.join(export_dir, "variables", "variables"),
+          meta_graph_def=_one_signature(meta_graph, signature), output_prefix=frozen_dir,
+          signature_def_key=signature, variables_to_feed=())
+      _pywrap_tfcompile.Compile(
+          graph=graph, config=config, target_triple="x86_64-pc-linux", target_cpu=target_cpu,
+          target_features=target_features, entry_point=re.sub("[^0-9a-zA-Z]+", "_", f"__xla_{prefix}"),
+          cpp_class=f"tpu_graphs_native::{_namespace(cpu)}::{class_name}", out_function_object=f"{prefix}.o",
+          out_metadata_object=f"{prefix}_metadata.o", out_header=f"{prefix}.h", gen_name_to_index=True,
+          gen_program_shape=False)
 
 
 def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
   """What model_library.cc (tile) or layout_library.cc includes: every level's class headers;
   TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first; and
   TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) (tile: X(LEVEL::class, sizes...)) or
-  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) (X(LEVEL::context class, LEVEL::chunk class, sizes...))."""
+  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) (X(LEVEL::context class, LEVEL::rows class,
+  LEVEL::chunk class, sizes...))."""
   includes = "".join(f'#include "aot/{_namespace(cpu)}/{class_name}.h"\n'
-                     for cpu in cpus for bucket in buckets for _, class_name in _classes(bucket))
+                     for cpu in cpus for _, class_name in _programs(buckets))
   levels = " ".join(f'X(tpu_graphs_native::{_namespace(cpu)}, "{cpu}")' for cpu in cpus)
   entries = " ".join(f"X({', '.join(f'LEVEL::{name}' for _, name in _classes(b))}, "
                      f"{', '.join(map(str, dataclasses.astuple(b)))})" for b in buckets)
   macro = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else "TPU_GRAPHS_FOR_EACH_BUCKET"
   tables = (f"#define TPU_GRAPHS_NEIGHBOUR_SLOTS {static_layout.NEIGHBOUR_SLOTS}\n"
-            f"#define TPU_GRAPHS_HUB_ROWS {static_layout.HUB_ROWS}\n") if _is_layout(buckets) else ""
+            f"#define TPU_GRAPHS_HUB_ROWS {static_layout.HUB_ROWS}\n"
+            f"#define TPU_GRAPHS_ROWS_PER_CALL {static_layout.ROWS_PER_CALL}\n") if _is_layout(buckets) else ""
   return (f"// Written by tpu_graphs/export/native_library.py.\n{includes}{tables}"
           f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {macro}(X, LEVEL) {entries}\n")
 
@@ -249,8 +256,7 @@ def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus
   (its flags come after the library's own, so they win: -O1, -Wl,-z,undefs)."""
   (work / "buckets.h").write_text(_buckets_header(buckets, cpus))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
-  objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o")
-             for cpu in cpus for bucket in buckets for _, class_name in _classes(bucket)]
+  objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o") for cpu in cpus for _, class_name in _programs(buckets)]
   sources = [str(NATIVE_SOURCES / name) for name in (
       ("layout_library.cc", "layout_pruning.cc", "neighbour_tables.cc") if _is_layout(buckets)
       else ("model_library.cc",))]

@@ -256,13 +256,17 @@ class ServingModule(tf.Module):
     layout_halves = static_layout_scores.halves(scorer) if kind == "layout" else None
     if static_signatures and layout_halves and isinstance(preprocess, layout_preprocessing.Pruning):
       op_context, config_scorer = layout_halves
-      for bucket in static_layout.layout_buckets(preprocess.hops):
+      buckets = static_layout.layout_buckets(preprocess.hops)
+      self.static_functions[buckets[0].rows_signature_name] = _named_arrays_function(
+          lambda arrays: {"row_states": static_layout_scores.config_row_states(config_scorer, arrays)},
+          static_layout.rows_input_specs())
+      for bucket in buckets:
         self.static_functions[bucket.context_signature_name] = _named_arrays_function(
             lambda arrays: {"context": static_layout_scores.op_context(op_context, arrays)},
             static_layout.context_input_specs(bucket))
         self.static_functions[bucket.signature_name] = _named_arrays_function(
             lambda arrays: {"scores": static_layout_scores.config_scores(config_scorer, arrays)},
-            static_layout.chunk_input_specs(bucket, op_context.units))
+            static_layout.chunk_input_specs(bucket, op_context.units, config_scorer.units))
 
   def signatures(self) -> dict:
     return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **self.static_functions}

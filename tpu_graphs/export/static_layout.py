@@ -5,13 +5,23 @@ ops and their `hops`-hop neighbourhood (layout_preprocessing.prune_to_configurab
 scores configs, and what pruning keeps depends on the graph, which XLA cannot compile. So the
 host prunes (native/layout_pruning.cc, exactly as the SavedModel's graph does) and sends the
 pruned graph in a *bucket*: its arrays padded to the bucket's rows. A layout model is two halves
-(layout_model.context_and_scores), and so is each bucket, two signatures:
+(layout_model.context_and_scores), and so is each bucket, two signatures, beside one signature
+for all buckets of the states of config rows:
 
     context: the graph (below) -> context (N, units) float32, the op states no config changes;
-    chunk:   the graph, op_slot (N,) int32 (each op's configurable slot, K: none),
-             node_config_ids (K,) int64, node_config_feat (C, K, 18) float32, context (N, units),
+    rows:    node_config_feat (R, 18) float32 config rows (one config's layout values on one op),
+             node_feat (R, 140) float32 and node_opcode (R,) uint8 of each row's op -> row_states
+             (R, config units) float32 (layout_model.ConfigScorer.row_states), R = ROWS_PER_CALL;
+    chunk:   the graph but its opcodes, op_slot (N,) int32 (each op's configurable slot, K: none),
+             node_config_feat (C, K, 18) float32, row_states (C, K, config units) float32 (the
+             rows signature's state of each config's row on each slot), context (N, units),
              num_configurable, num_configs () int32 -> scores (C,) float32 (the first num_configs
              meaningful).
+
+Configs repeat a few rows per op (5 to 8 distinct per op in the sample's graphs, against 1,965
+and 1,000 configs), so the host runs the rows signature once per distinct row and hands each
+chunk their states: the chunk then computes only what depends on a whole config (layout changes
+along edges, message passing), not the states of rows it has seen before.
 
 The graph: node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2) int64 rows
 [consumer, producer], num_nodes, num_edges () int32, and for each direction of `feeds`
@@ -68,6 +78,7 @@ from tpu_graphs.data import graphs
 NEIGHBOUR_SLOTS = 8
 HUB_ROWS = 4
 DIRECTIONS = ("producers", "consumers")
+ROWS_PER_CALL = 256
 _SIGNATURE = re.compile(r"static_layout_h(\d+)_n(\d+)_e(\d+)_k(\d+)_c(\d+)")
 
 
@@ -89,6 +100,11 @@ class LayoutBucket:
   @property
   def context_signature_name(self) -> str:
     return f"static_layout_context_h{self.hops}_n{self.nodes}_e{self.edges}"
+
+  @property
+  def rows_signature_name(self) -> str:
+    """The rows signature's name, the same for every bucket of a model."""
+    return f"static_layout_rows_h{self.hops}"
 
   @classmethod
   def from_signature_name(cls, name: str) -> Optional["LayoutBucket"]:
@@ -123,13 +139,21 @@ def context_input_specs(bucket: LayoutBucket) -> tuple[tf.TensorSpec, ...]:
           tf.TensorSpec([], tf.int32, "num_edges"))
 
 
-def chunk_input_specs(bucket: LayoutBucket, context_units: int) -> tuple[tf.TensorSpec, ...]:
-  """The chunk signature's inputs, in argument order; the context is (N, context_units)."""
-  return (*context_input_specs(bucket),
+def rows_input_specs() -> tuple[tf.TensorSpec, ...]:
+  """The rows signature's inputs, in argument order."""
+  return (tf.TensorSpec([ROWS_PER_CALL, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], tf.float32, "node_config_feat"),
+          tf.TensorSpec([ROWS_PER_CALL, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
+          tf.TensorSpec([ROWS_PER_CALL], tf.uint8, "node_opcode"))
+
+
+def chunk_input_specs(bucket: LayoutBucket, context_units: int, config_units: int) -> tuple[tf.TensorSpec, ...]:
+  """The chunk signature's inputs, in argument order; the context is (N, context_units), the row
+  states (C, K, config_units)."""
+  return (*(spec for spec in context_input_specs(bucket) if spec.name != "node_opcode"),
           tf.TensorSpec([bucket.nodes], tf.int32, "op_slot"),
-          tf.TensorSpec([bucket.configurable], tf.int64, "node_config_ids"),
           tf.TensorSpec([bucket.configs, bucket.configurable, graphs.LAYOUT_CONFIG_FEATURE_WIDTH], tf.float32,
                         "node_config_feat"),
+          tf.TensorSpec([bucket.configs, bucket.configurable, config_units], tf.float32, "row_states"),
           tf.TensorSpec([bucket.nodes, context_units], tf.float32, "context"),
           tf.TensorSpec([], tf.int32, "num_configurable"),
           tf.TensorSpec([], tf.int32, "num_configs"))

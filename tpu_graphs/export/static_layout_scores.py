@@ -13,7 +13,9 @@ model's own layers (its weights, called as the model calls them) run on the buck
 * messages pooled along `feeds` through neighbour tables (NeighbourTable): a few gathers of
   whole rows added together, one vectorized loop, and a small matrix product for the rare op with
   more neighbours than the table's slots;
-* config rows placed at their ops by a gather (each op's slot), not a scatter;
+* config rows placed at their ops by a gather (each op's slot), not a scatter, their states
+  computed by the rows signature (`config_row_states`), which the caller runs once per distinct
+  row rather than once per config and op;
 * GraphNorm's means and the readout's sum over the graph's ops by halving: the upper half of the
   rows added to the lower, log2(N) times (`op_sum`), elementwise work that vectorizes;
 * padding masked, not a filler component: filler ops are zeroed and left out of every sum; the
@@ -32,13 +34,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tpu_graphs.data import graphs
-from tpu_graphs.export import static_layout
-from tpu_graphs.hlo import features, opcodes
 from tpu_graphs.models import layout_features, layout_model
-
-_CONVOLUTION_OPCODE = opcodes.OPCODE_IDS["convolution"]
-
 
 def halves(scorer: tf.keras.Model) -> Optional[tuple[layout_model.OpContext, layout_model.ConfigScorer]]:
   """The (OpContext, ConfigScorer) layers of a layout scorer in two halves without segments
@@ -117,7 +113,7 @@ class NeighbourTable:
 
 
 class PaddedGraph:
-  """A bucket's pruned graph with its padding masked: op features and opcodes (filler rows zeroed),
+  """A bucket's pruned graph with its padding masked: op features (filler rows zeroed),
   default layouts, and the neighbour tables of `feeds` both ways."""
 
   def __init__(self, arrays: dict):
@@ -126,7 +122,6 @@ class PaddedGraph:
     self.num_nodes = arrays["num_nodes"]
     self.real_op = tf.range(self.nodes) < self.num_nodes  # (N,)
     self.node_feat = tf.where(self.real_op[:, tf.newaxis], node_feat, 0.0)
-    self.opcode = tf.where(self.real_op, tf.cast(arrays["node_opcode"], tf.int32), 0)
     self.default_layout = layout_features.default_layouts(self.node_feat)  # (N, 6)
     edge_index = arrays["edge_index"]
     real_edge = tf.range(edge_index.shape[0]) < arrays["num_edges"]
@@ -174,7 +169,8 @@ def op_context(op_context_layer: layout_model.OpContext, arrays: dict) -> tf.Ten
   rows hold values nobody reads."""
   graph = PaddedGraph(arrays)
   layer = op_context_layer
-  encoded = layer._op_encoder.encode(graph.opcode, graph.node_feat)  # pylint: disable=protected-access
+  opcode = tf.where(graph.real_op, tf.cast(arrays["node_opcode"], tf.int32), 0)
+  encoded = layer._op_encoder.encode(opcode, graph.node_feat)  # pylint: disable=protected-access
   states = layer._joined(tf.concat([encoded, layer._default_layout(graph.default_layout)], axis=-1))  # pylint: disable=protected-access
   for round_ in layer._rounds:  # pylint: disable=protected-access
     states = _round(round_, graph, states)
@@ -192,33 +188,34 @@ def _edge_copy_counts(graph: PaddedGraph, values: tf.Tensor, configured: tf.Tens
   return tf.stack([graph.producers.edge_sums(copies), graph.consumers.edge_sums(copies)], axis=-1)
 
 
+def config_row_states(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.Tensor:
+  """(R, config units) ConfigScorer.row_states of config rows given their ops' features and opcodes
+  (static_layout.rows_input_specs, by name)."""
+  ops = layout_model.row_op_inputs(arrays["node_feat"], arrays["node_opcode"])
+  return config_scorer.row_states(arrays["node_config_feat"], ops)
+
+
 def config_scores(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.Tensor:
-  """(C,) ConfigScorer scores of a chunk of configs of a bucket's graph given its op context
-  (static_layout.chunk_input_specs, by name), 0 past num_configs. Filler rows may hold anything."""
+  """(C,) ConfigScorer scores of a chunk of configs of a bucket's graph given its op context and the
+  states of its config rows (static_layout.chunk_input_specs, by name), 0 past num_configs. Filler
+  rows may hold anything."""
   layer = config_scorer
   graph = PaddedGraph(arrays)
-  node_config_feat, node_config_ids = arrays["node_config_feat"], arrays["node_config_ids"]
-  nodes, configs, slots = graph.nodes, node_config_feat.shape[0], node_config_ids.shape[0]
+  node_config_feat = arrays["node_config_feat"]
+  nodes, configs, slots = graph.nodes, node_config_feat.shape[0], node_config_feat.shape[1]
   real_slot = tf.range(slots) < arrays["num_configurable"]
   op_slot = tf.where(graph.real_op, arrays["op_slot"], slots)
   configured = (op_slot >= 0) & (op_slot < slots)
-  op_slot = tf.where(configured, op_slot, slots)  # slot K: the filler row of unset values
-  # Rows slot-major, configs inside (K + 1, C, 18); the filler slot's values unset (-1).
-  rows = tf.transpose(tf.where(real_slot[tf.newaxis, :, tf.newaxis], node_config_feat, -1.0), [1, 0, 2])
-  rows = tf.concat([rows, -tf.ones([1, configs, graphs.LAYOUT_CONFIG_FEATURE_WIDTH])], 0)
-  slot_op = tf.concat([tf.where(real_slot, tf.cast(node_config_ids, tf.int32), 0), [0]], 0)  # (K + 1,)
-  categories = layout_features.layout_categories(rows)  # (K + 1, C, 18), 0: unset
-  inputs = [layer._categories(rows)] if layer._categories is not None else [rows]  # pylint: disable=protected-access
-  if "costs" in layer.encodings:
-    is_convolution = tf.equal(graph.opcode, _CONVOLUTION_OPCODE)
-    matrix_dims = layout_features.matrix_feature_dims(graph.node_feat, is_convolution)
-    per_slot = lambda values: tf.gather(values, slot_op)[:, tf.newaxis]  # (K + 1, 1, ...)
-    inputs.append(layout_features.config_cost_features(
-        rows, per_slot(graph.node_feat[:, features.SHAPE_COLUMNS]), per_slot(graph.default_layout),
-        per_slot(matrix_dims)))
-  row_states = layer._row(tf.concat(inputs, axis=-1))  # (K + 1, C, units)  pylint: disable=protected-access
-  config_states = tf.where(configured[:, tf.newaxis, tf.newaxis], tf.gather(row_states, op_slot), 0.0)
-  values = tf.gather(categories - 1, op_slot)  # (N, C, 18), -1 unset
+  op_slot = tf.where(configured, op_slot, slots)  # slot K: the filler row of unset values, read by no configured op
+
+  def slot_major(values: tf.Tensor, filler: float) -> tf.Tensor:
+    """(C, K, w) -> (K + 1, C, w), the filler slot K last."""
+    return tf.concat([tf.transpose(values, [1, 0, 2]), tf.fill([1, configs, values.shape[-1]], filler)], 0)
+
+  rows = slot_major(tf.where(real_slot[tf.newaxis, :, tf.newaxis], node_config_feat, -1.0), -1.0)
+  config_states = tf.where(configured[:, tf.newaxis, tf.newaxis],
+                           tf.gather(slot_major(arrays["row_states"], 0.0), op_slot), 0.0)  # (N, C, units)
+  values = tf.gather(layout_features.layout_categories(rows) - 1, op_slot)  # (N, C, 18), -1 unset
   joined = [config_states, tf.broadcast_to(tf.cast(configured, tf.float32)[:, tf.newaxis, tf.newaxis],
                                            [nodes, configs, 1])]
   if "copies" in layer.encodings:

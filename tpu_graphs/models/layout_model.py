@@ -99,6 +99,15 @@ def edge_copy_counts(graph: tfgnn.GraphTensor, values: tf.Tensor, configured: tf
                    tf.math.unsorted_segment_sum(copies, producers, num_ops)], axis=-1)
 
 
+def row_op_inputs(op_feat: tf.Tensor, opcode: tf.Tensor) -> dict:
+  """What a config row's state (ConfigScorer.row_states) reads of its op, per op: "shape" (n, 6)
+  output dimension sizes, "default_layout" (n, 6) int32, "matrix_dims" (n, 2) int32
+  (layout_features.matrix_feature_dims)."""
+  is_convolution = tf.equal(tf.cast(opcode, tf.int32), _CONVOLUTION_OPCODE)
+  return {"shape": op_feat[:, features.SHAPE_COLUMNS], "default_layout": layout_features.default_layouts(op_feat),
+          "matrix_dims": layout_features.matrix_feature_dims(op_feat, is_convolution)}
+
+
 class LayoutCategories(tf.keras.layers.Layer):
   """(..., w) layout values -> (..., dim): the sum over value positions of a learnt vector per
   (position, value category). Equal to an embedding per position concatenated and projected by a
@@ -249,26 +258,23 @@ class ConfigScorer(tf.keras.layers.Layer):
     self._hidden = tf.keras.layers.Dense(units, activation="relu")
     self._score = tf.keras.layers.Dense(1)
 
-  def _rows(self, graph: tfgnn.GraphTensor, default_layout: tf.Tensor) -> tf.Tensor:
-    """(N, units) states of the config rows (one per `configures` edge)."""
-    rows = node_config_rows(graph)  # (N, 18)
-    inputs = [] if self._categories is None else [self._categories(rows)]
-    if self._categories is None:
-      inputs.append(rows)
+  def row_states(self, rows: tf.Tensor, ops: dict) -> tf.Tensor:
+    """(R, units) states of config rows (R, 18), each one config's layout values on one op, given
+    `ops` (row_op_inputs of each row's op). A row's state depends on nothing else, and configs
+    repeat a few rows per op (5 to 8 distinct in the sample's graphs), so a caller that scores
+    many configs computes each distinct row once (native/layout_library.cc)."""
+    inputs = [rows if self._categories is None else self._categories(rows)]
     if "costs" in self.encodings:
-      op_feat = graph.node_sets["op"]["feat"]
-      op_of = tf.cast(graph.edge_sets["configures"].adjacency.target, tf.int32)
-      matrix_dims = layout_features.matrix_feature_dims(
-          op_feat, tf.equal(tf.cast(graph.node_sets["op"]["opcode"], tf.int32), _CONVOLUTION_OPCODE))
-      inputs.append(layout_features.config_cost_features(
-          rows, tf.gather(op_feat[:, features.SHAPE_COLUMNS], op_of), tf.gather(default_layout, op_of),
-          tf.gather(matrix_dims, op_of)))
+      inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
     return self._row(tf.concat(inputs, axis=-1))
 
   def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor]) -> tf.Tensor:
     graph, context = inputs
-    default_layout = layout_features.default_layouts(graph.node_sets["op"]["feat"])
-    config_states = scatter_to_op_slots(graph, self._rows(graph, default_layout))  # (n, k, units)
+    ops = row_op_inputs(graph.node_sets["op"]["feat"], graph.node_sets["op"]["opcode"])
+    op_of = graph.edge_sets["configures"].adjacency.target
+    rows = self.row_states(node_config_rows(graph), {name: tf.gather(value, op_of) for name, value in ops.items()})
+    config_states = scatter_to_op_slots(graph, rows)  # (n, k, units)
+    default_layout = ops["default_layout"]
     values, configured = op_config_values(graph)
     joined = [config_states, tf.cast(configured, tf.float32)[..., tf.newaxis]]
     if "copies" in self.encodings:
