@@ -215,8 +215,8 @@ class ServingModule(tf.Module):
       total = tf.shape(config_features)[0]
       chunks = tf.maximum((total + size - 1) // size, 1)
       if halves is not None:
-        context = halves[0](model_graph(structure))
-        score = lambda graph: halves[1](model_graph(graph), context)
+        context = halves.context(model_graph(structure))
+        score = lambda graph: halves.scores(model_graph(graph), context)
       else:
         score = scored
 

@@ -36,15 +36,12 @@ import tensorflow as tf
 
 from tpu_graphs.models import layout_features, layout_model
 
+
 def halves(scorer: tf.keras.Model) -> Optional[tuple[layout_model.OpContext, layout_model.ConfigScorer]]:
   """The (OpContext, ConfigScorer) layers of a layout scorer in two halves without segments
   (layout_model.context_and_scores), or None for another model."""
-  if layout_model.context_and_scores(scorer) is None:
-    return None
-  op_context, config_scorer = scorer.get_layer("op_context"), scorer.get_layer("config_scorer")
-  if not isinstance(op_context, layout_model.OpContext) or not isinstance(config_scorer, layout_model.ConfigScorer):
-    return None
-  return op_context, config_scorer
+  two = layout_model.context_and_scores(scorer)
+  return None if two is None else (two.context, two.config_scorer)
 
 
 def op_sum(values: tf.Tensor) -> tf.Tensor:

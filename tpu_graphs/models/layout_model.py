@@ -28,7 +28,7 @@ export runs it before the model.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -262,7 +262,8 @@ class ConfigScorer(tf.keras.layers.Layer):
     """(R, units) states of config rows (R, 18), each one config's layout values on one op, given
     `ops` (row_op_inputs of each row's op). A row's state depends on nothing else, and configs
     repeat a few rows per op (5 to 8 distinct in the sample's graphs), so a caller that scores
-    many configs computes each distinct row once (native/layout_library.cc)."""
+    many configs can compute each distinct row once (native/layout_library.cc does; the
+    SavedModel does not, as a dynamic count of distinct rows would not compile under XLA)."""
     inputs = [rows if self._categories is None else self._categories(rows)]
     if "costs" in self.encodings:
       inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
@@ -295,16 +296,23 @@ class ConfigScorer(tf.keras.layers.Layer):
             "encodings": list(self.encodings)}
 
 
-def context_and_scores(scorer: tf.keras.Model) -> Optional[tuple[Callable, Callable]]:
-  """(context(graph) -> (n, units), scores(graph, context) -> (c,)) of a layout scorer built by
-  build_layout_model without segments, for callers that score many config chunks of one graph
-  (serving): the context of its structure once, then each chunk against it. None for other models.
-  """
+class TwoHalves(NamedTuple):
+  """A layout scorer's halves for callers that score many config chunks of one graph (serving)."""
+  context: OpContext  # graph -> (n, units) op context, once per graph
+  scores: Callable  # (graph, context) -> (c,)
+  config_scorer: ConfigScorer
+
+
+def context_and_scores(scorer: tf.keras.Model) -> Optional[TwoHalves]:
+  """The halves of a layout scorer built by build_layout_model without segments: the context of
+  its structure once, then each chunk against it. None for other models."""
   try:
     op_context, config_scorer = scorer.get_layer("op_context"), scorer.get_layer("config_scorer")
   except ValueError:
     return None
-  return op_context, lambda graph, context: config_scorer((graph, context))
+  if not isinstance(op_context, OpContext) or not isinstance(config_scorer, ConfigScorer):
+    return None
+  return TwoHalves(op_context, lambda graph, context: config_scorer((graph, context)), config_scorer)
 
 
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
