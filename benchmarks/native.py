@@ -47,6 +47,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 from benchmarks import benchmark_results
 from tpu_graphs.data import locations
 from tpu_graphs.export import static_shapes, untrained
+from tpu_graphs.train import experiments
 
 TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
 LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
@@ -229,7 +230,6 @@ def chunk_flops_per_config(bucket) -> float:
   distinct config row (a few per op), not per config."""
   import tensorflow as tf
   from tpu_graphs.export import saved_model
-  from tpu_graphs.train import experiments
   scorer = experiments.experiment("layout", "layout:xla:default").model.model_builder(experiments.DataDerived())(
       saved_model.model_input_spec("layout"))
   config_scorer = scorer.get_layer("config_scorer")
@@ -298,13 +298,16 @@ def measure_layout(temporary: pathlib.Path) -> None:
     rows.append(f"| {graph_name} | FLOPs per config of the chunk program | | {flops / 1e6:,.2f} M | | | |")
   rows += ["", "| size | bytes |", "|---|---:|",
            f"| layout model library, {', '.join(native_library.CPUS)} ({len(buckets)} buckets of a context and a "
-           f"chunk program each, weights, host-side pruning, XLA AOT runtime; compiled in {compile_s:.0f} s) | "
+           f"chunk program each, a rows program, weights, host-side pruning, XLA AOT runtime; compiled in "
+           f"{compile_s:.0f} s) | "
            f"{library_bytes:,} |"]
+  settings = experiments.LayoutSettings()
   benchmark_results.write(
       "native", "Calling a layout model without Python: real layout graphs, untrained models of the default "
-      "recipe's size (this tree's: 64 context units, 2 context rounds, 32 config units, 3 config rounds; today's: "
-      f"64 units, 3 layers), pruned to configurable ops, median of {_LAYOUT_CALLS.value} calls after a first, each "
-      "way in a fresh process", "\n".join(rows), _LAYOUT_OUT.value)
+      f"recipe's size (this tree's: {settings.units} context units, {settings.context_layers} context rounds, "
+      f"{settings.config_units} config units, {settings.layers} config rounds; today's: 64 units, 3 layers), pruned "
+      f"to configurable ops, median of {_LAYOUT_CALLS.value} calls after a first, each way in a fresh process",
+      "\n".join(rows), _LAYOUT_OUT.value)
 
 
 def measure_module_way(way: str, model: pathlib.Path, path: pathlib.Path, kernels: bool) -> dict:
