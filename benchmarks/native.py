@@ -301,11 +301,9 @@ def measure_layout(temporary: pathlib.Path) -> None:
            f"chunk program each, a rows program, weights, host-side pruning, XLA AOT runtime; compiled in "
            f"{compile_s:.0f} s) | "
            f"{library_bytes:,} |"]
-  settings = experiments.LayoutSettings()
   benchmark_results.write(
       "native", "Calling a layout model without Python: real layout graphs, untrained models of the default "
-      f"recipe's size (this tree's: {settings.units} context units, {settings.context_layers} context rounds, "
-      f"{settings.config_units} config units, {settings.layers} config rounds; today's: 64 units, 3 layers), pruned "
+      f"recipe's size (this tree's: {experiments.LayoutSettings().size()}; today's: 64 units, 3 layers), pruned "
       f"to configurable ops, median of {_LAYOUT_CALLS.value} calls after a first, each way in a fresh process",
       "\n".join(rows), _LAYOUT_OUT.value)
 

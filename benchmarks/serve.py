@@ -33,6 +33,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 from benchmarks import benchmark_results
 from tpu_graphs.data import locations
 from tpu_graphs.export import untrained
+from tpu_graphs.train import experiments
 
 # Inside the sample folder (locations.sample_dir()).
 NLP_TEST_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
@@ -123,8 +124,8 @@ def main(argv):
       previous = _measured("layout", pathlib.Path(temporary) / "previous" / "layout", extra)
     layout, tile = _measured("layout", layout, extra), _measured("tile", tile, [])
   models = "the given SavedModels" if _LAYOUT_MODEL.value or _TILE_MODEL.value else \
-      ("untrained models of the default size (tile: 64 units, 3 layers; layout: 64 context units, 2 context rounds, "
-       f"32 config units, 3 config rounds, pruned to {_PRUNE_HOPS.value} hops)")
+      ("untrained models of the default size (tile: 64 units, 3 layers; layout: "
+       f"{experiments.LayoutSettings().size()}, pruned to {_PRUNE_HOPS.value} hops)")
   table = [
       "| measure | value |", "|---|---:|",
       f"| layout: the nlp test graph's ops / configurable ops / configs scored | {layout['nodes']:,} / "

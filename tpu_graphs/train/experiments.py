@@ -99,6 +99,11 @@ class LayoutSettings:
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
   configs_per_chunk: int = 256
 
+  def size(self) -> str:
+    """The model's widths and rounds in words, as result files describe the model they measured."""
+    return (f"{self.units} context units, {self.context_layers} context rounds, {self.config_units or self.units} "
+            f"config units, {self.layers} config rounds")
+
   def task(self) -> tasks.LayoutTask:
     return tasks.LayoutTask(self.prune_hops)
 
