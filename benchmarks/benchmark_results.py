@@ -128,15 +128,21 @@ def table_rows(path) -> list[dict[str, str]]:
 
 
 def read_journal(path) -> list[dict]:
-  """Every entry earlier runs appended to the journal at `path`, oldest first; none without one."""
+  """Every entry earlier runs of this commit (`commit()`) appended to the journal at `path`, oldest
+  first, without its commit; none without one. A run of other code resumes nothing: its entries
+  would measure another model under this commit's name."""
   path = pathlib.Path(path)
-  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  entries = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+  current = commit()
+  return [{name: value for name, value in entry.items() if name != "commit"} for entry in entries
+          if entry.get("commit") == current]
 
 
 def append_to_journal(path, entry: dict) -> str:
-  """Appends `entry` to the journal at `path` (creating its folder) as one JSON line; returns the line."""
+  """Appends `entry` and the commit it measures to the journal at `path` (creating its folder) as
+  one JSON line; returns the line."""
   path = pathlib.Path(path)
-  line = json.dumps(entry)
+  line = json.dumps({**entry, "commit": commit()})
   path.parent.mkdir(parents=True, exist_ok=True)
   with open(path, "a") as stream:
     stream.write(line + "\n")

@@ -116,8 +116,8 @@ def train_and_rank(program_dir: pathlib.Path, data_root: pathlib.Path, run_dir: 
 
 
 def finished_results(path: pathlib.Path) -> dict[tuple[str, int], dict[str, float]]:
-  """{(file, seed): {ranker: tau}} of every ranker an earlier (perhaps killed) benchmark recorded,
-  so a rerun measures only what is missing; delete the file to measure anew."""
+  """{(file, seed): {ranker: tau}} of every ranker an earlier (perhaps killed) run of this commit
+  recorded, so a rerun measures only what is missing; delete the file to measure anew."""
   finished = {}
   for result in benchmark_results.read_journal(path):
     finished.setdefault((result.pop("file"), result.pop("seed")), {}).update(result)

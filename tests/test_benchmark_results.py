@@ -1,6 +1,7 @@
 """A benchmark's results file names the benchmark, date, machine, command and commit above its figures."""
 
 import datetime
+import json
 import os
 import re
 import subprocess
@@ -29,10 +30,20 @@ def test_journal_gives_back_what_was_appended_and_nothing_before_the_first_entry
   journal = tmp_path / "results" / "serve.jsonl"
   assert benchmark_results.read_journal(journal) == []
   first, second = {"file": "a.npz", "seed": 0, "tau": 0.5}, {"file": "b.npz", "seed": 1, "tau": -0.25}
-  assert benchmark_results.append_to_journal(journal, first) == '{"file": "a.npz", "seed": 0, "tau": 0.5}'
+  assert json.loads(benchmark_results.append_to_journal(journal, first)) == {**first, "commit": benchmark_results.commit()}
   benchmark_results.append_to_journal(journal, second)
   assert benchmark_results.read_journal(journal) == [first, second]
   assert journal.read_text().count("\n") == 2
+
+
+def test_journal_resumes_nothing_another_commit_measured(tmp_path):
+  journal = tmp_path / "real_layout.jsonl"
+  journal.write_text(json.dumps({"file": "a.npz", "seed": 0, "tau": 0.5, "commit": "0" * 40}) + "\n" +
+                     json.dumps({"file": "a.npz", "seed": 1, "tau": 0.25}) + "\n")
+  assert benchmark_results.read_journal(journal) == []
+  mine = {"file": "a.npz", "seed": 0, "tau": 0.75}
+  benchmark_results.append_to_journal(journal, mine)
+  assert benchmark_results.read_journal(journal) == [mine]
 
 
 def test_command_quotes_arguments_so_it_can_be_pasted():
