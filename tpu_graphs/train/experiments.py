@@ -90,10 +90,10 @@ class LayoutSettings:
   graph_norm_scale: bool = True
   # The model's two halves (layout_model.py): rounds of config-independent message passing, once
   # per graph, and the width of the per-config op states (None: units), whose rounds (`layers`)
-  # every config pays for. One per-config round after three context rounds ranked the unseen
-  # program best of the splits of benchmarks/real_layout.py (0.212, against 0.196 for two rounds
-  # after three and 0.182 for three after two) and unseen configs of one program a little worse
-  # (unet3d 0.810 against 0.823), at under half the per-config work (docs/real-data.md).
+  # every config pays for. On benchmarks/real_layout.py's splits one per-config round after three
+  # context rounds ranked the unseen program best of one, two and three rounds, and unseen configs
+  # of one program a little worse than three, at under half the per-config work of three
+  # (docs/real-data.md; the variants' figures are in the message of the commit that chose it).
   context_layers: int = 3
   config_units: Optional[int] = 32
   config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
