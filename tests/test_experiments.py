@@ -17,8 +17,8 @@ def test_layout_recipe_is_the_layout_default():
                              "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
                              "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutSettings(
-      units=64, layers=3, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
-      graph_norm=True, graph_norm_scale=True, context_layers=2, config_units=32,
+      units=64, layers=1, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
+      graph_norm=True, graph_norm_scale=True, context_layers=3, config_units=32,
       config_encodings=layout_model.CONFIG_ENCODINGS, configs_per_chunk=256)
 
 
