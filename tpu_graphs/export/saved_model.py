@@ -253,9 +253,8 @@ class ServingModule(tf.Module):
         self.static_functions[bucket.signature_name] = tf.function(
             lambda *arrays: {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)},
             input_signature=static_shapes.input_specs(bucket))
-    layout_halves = static_layout_scores.halves(scorer) if kind == "layout" else None
-    if static_signatures and layout_halves and isinstance(preprocess, layout_preprocessing.Pruning):
-      op_context, config_scorer = layout_halves
+    if static_signatures and halves is not None and isinstance(preprocess, layout_preprocessing.Pruning):
+      op_context, config_scorer = halves.context, halves.config_scorer
       buckets = static_layout.layout_buckets(preprocess.hops)
       self.static_functions[buckets[0].rows_signature_name] = _named_arrays_function(
           lambda arrays: {"row_states": static_layout_scores.config_row_states(config_scorer, arrays)},

@@ -25,23 +25,14 @@ Op states are (N, C, units) per chunk, ops outermost, so that a gather moves who
 C x units floats and every Dense layer is one (N C, units) matrix product. The arithmetic is the
 model's (scores equal the plain signature's up to the order of float additions,
 tests/test_saved_model.py); reading the model's sublayers ties this module to the layer structure
-of layout_model.OpContext and ConfigScorer, which `halves` checks.
+of layout_model.OpContext and ConfigScorer, whose types layout_model.context_and_scores checks.
 """
 
 from __future__ import annotations
 
-from typing import Optional
-
 import tensorflow as tf
 
 from tpu_graphs.models import layout_features, layout_model
-
-
-def halves(scorer: tf.keras.Model) -> Optional[tuple[layout_model.OpContext, layout_model.ConfigScorer]]:
-  """The (OpContext, ConfigScorer) layers of a layout scorer in two halves without segments
-  (layout_model.context_and_scores), or None for another model."""
-  two = layout_model.context_and_scores(scorer)
-  return None if two is None else (two.context, two.config_scorer)
 
 
 def op_sum(values: tf.Tensor) -> tf.Tensor:
