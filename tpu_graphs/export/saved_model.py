@@ -201,6 +201,10 @@ class ServingModule(tf.Module):
       return {"scores": scored(preprocess(graph) if preprocess is not None else graph)}
 
     halves = layout_model.context_and_scores(scorer) if kind == "layout" else None
+    # Pruning's sizes are data, so a pruning model's plain signature does not compile under XLA
+    # anyway, and its chunks compute each distinct config row once (a count XLA cannot compile
+    # either); without pruning the signature stays compilable, every row computed.
+    distinct_rows = isinstance(preprocess, layout_preprocessing.Pruning)
 
     def chunked_scores(structure, config_features) -> tf.Tensor:
       """Scores of all configs, CONFIGS_PER_CALL[kind] at a time, joined to the once-preprocessed structure.
@@ -216,7 +220,7 @@ class ServingModule(tf.Module):
       chunks = tf.maximum((total + size - 1) // size, 1)
       if halves is not None:
         context = halves.context(model_graph(structure))
-        score = lambda graph: halves.scores(model_graph(graph), context)
+        score = lambda graph: halves.config_scorer((model_graph(graph), context), distinct_rows=distinct_rows)
       else:
         score = scored
 

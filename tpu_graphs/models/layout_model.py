@@ -28,7 +28,7 @@ export runs it before the model.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -262,18 +262,35 @@ class ConfigScorer(tf.keras.layers.Layer):
     """(R, units) states of config rows (R, 18), each one config's layout values on one op, given
     `ops` (row_op_inputs of each row's op). A row's state depends on nothing else, and configs
     repeat a few rows per op (5 to 8 distinct in the sample's graphs), so a caller that scores
-    many configs can compute each distinct row once (native/layout_library.cc does; the
-    SavedModel does not, as a dynamic count of distinct rows would not compile under XLA)."""
+    many configs can compute each distinct row once (`distinct_row_states`;
+    native/layout_library.cc does it on the host)."""
     inputs = [rows if self._categories is None else self._categories(rows)]
     if "costs" in self.encodings:
       inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
     return self._row(tf.concat(inputs, axis=-1))
 
-  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor]) -> tf.Tensor:
+  def distinct_row_states(self, rows: tf.Tensor, op_of: tf.Tensor, ops: dict) -> tf.Tensor:
+    """row_states of rows (R, 18) of ops op_of (R,), each distinct (op, row) pair computed once.
+
+    Pairs are told apart by their exact bits, so the states equal row_states'. The number of
+    distinct pairs is data, which XLA cannot compile: for callers that do not need XLA.
+    """
+    keys = tf.concat([tf.cast(op_of, tf.int32)[:, tf.newaxis], tf.bitcast(rows, tf.int32)], axis=-1)
+    distinct, index = tf.raw_ops.UniqueV2(x=keys, axis=[0], out_idx=tf.int32)
+    ops_of_distinct = {name: tf.gather(value, distinct[:, 0]) for name, value in ops.items()}
+    distinct_rows = tf.ensure_shape(tf.bitcast(distinct[:, 1:], tf.float32), [None, rows.shape[-1]])
+    return tf.gather(self.row_states(distinct_rows, ops_of_distinct), index)
+
+  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor], distinct_rows: bool = False) -> tf.Tensor:
+    """Scores (c,). distinct_rows: compute each distinct config row's state once
+    (`distinct_row_states`), for callers that need no XLA."""
     graph, context = inputs
     ops = row_op_inputs(graph.node_sets["op"]["feat"], graph.node_sets["op"]["opcode"])
     op_of = graph.edge_sets["configures"].adjacency.target
-    rows = self.row_states(node_config_rows(graph), {name: tf.gather(value, op_of) for name, value in ops.items()})
+    if distinct_rows:
+      rows = self.distinct_row_states(node_config_rows(graph), op_of, ops)
+    else:
+      rows = self.row_states(node_config_rows(graph), {name: tf.gather(value, op_of) for name, value in ops.items()})
     config_states = scatter_to_op_slots(graph, rows)  # (n, k, units)
     default_layout = ops["default_layout"]
     values, configured = op_config_values(graph)
@@ -299,8 +316,7 @@ class ConfigScorer(tf.keras.layers.Layer):
 class TwoHalves(NamedTuple):
   """A layout scorer's halves for callers that score many config chunks of one graph (serving)."""
   context: OpContext  # graph -> (n, units) op context, once per graph
-  scores: Callable  # (graph, context) -> (c,)
-  config_scorer: ConfigScorer
+  config_scorer: ConfigScorer  # (graph, context) -> (c,) scores, per chunk
 
 
 def context_and_scores(scorer: tf.keras.Model) -> Optional[TwoHalves]:
@@ -312,7 +328,7 @@ def context_and_scores(scorer: tf.keras.Model) -> Optional[TwoHalves]:
     return None
   if not isinstance(op_context, OpContext) or not isinstance(config_scorer, ConfigScorer):
     return None
-  return TwoHalves(op_context, lambda graph, context: config_scorer((graph, context)), config_scorer)
+  return TwoHalves(op_context, config_scorer)
 
 
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
