@@ -27,6 +27,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -253,6 +254,14 @@ void SetTable(const tpu_graphs::NeighbourTable& table, int32_t* slots, int32_t* 
 // tables and counts) copied into a program's argument buffers; the context program also takes the
 // ops' opcodes. Op and edge rows past the counts are left as they are: the programs mask them, and
 // the tables name none.
+// Whether a program reads the graph's edges: tfcompile leaves out the arguments a program does not
+// read, and the context program of a model without context rounds reads none of them.
+template <class Program, class = void>
+struct ReadsEdges : std::false_type {};
+template <class Program>
+struct ReadsEdges<Program, std::void_t<decltype(std::declval<Program&>().arg_feed_edge_index_data())>>
+    : std::true_type {};
+
 template <class Program>
 void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph) {
   const tpu_graphs::PrunedLayout& pruned = *call.pruned;
@@ -263,13 +272,15 @@ void SetGraph(Program* program, const PrunedCall& call, const BucketGraph& graph
     std::memcpy(feat + i * kNodeFeatures, call.node_feat + pruned.kept_ops[i] * kNodeFeatures,
                 sizeof(float) * kNodeFeatures);
   }
-  CopyValues(pruned.edge_index, program->arg_feed_edge_index_data());
-  SetTable(graph.producers, program->arg_feed_producers_data(), program->arg_feed_producers_degrees_data(),
-                    program->arg_feed_producers_hubs_data(), program->arg_feed_producers_hub_of_data());
-  SetTable(graph.consumers, program->arg_feed_consumers_data(), program->arg_feed_consumers_degrees_data(),
-                    program->arg_feed_consumers_hubs_data(), program->arg_feed_consumers_hub_of_data());
   *program->arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
-  *program->arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  if constexpr (ReadsEdges<Program>::value) {
+    CopyValues(pruned.edge_index, program->arg_feed_edge_index_data());
+    SetTable(graph.producers, program->arg_feed_producers_data(), program->arg_feed_producers_degrees_data(),
+             program->arg_feed_producers_hubs_data(), program->arg_feed_producers_hub_of_data());
+    SetTable(graph.consumers, program->arg_feed_consumers_data(), program->arg_feed_consumers_degrees_data(),
+             program->arg_feed_consumers_hubs_data(), program->arg_feed_consumers_hub_of_data());
+    *program->arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  }
 }
 
 // Scores chunks of `configs` configs, taking chunk numbers from `next` until none is left, in
