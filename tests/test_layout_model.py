@@ -171,19 +171,14 @@ def test_segment_draws_resume_from_a_checkpoint_as_they_would_have_continued(tmp
   assert len(set(continued)) > 1
 
 
-def test_layout_categories_project_each_value_positions_shared_vector():
+def test_layout_categories_sum_each_value_positions_table_row():
   values = np.random.default_rng(0).integers(-1, 6, size=(5, 3, 18)).astype(np.float32)
-  shared = layout_model.LayoutValueTable(8)
-  configs, defaults = layout_model.LayoutCategories(4, shared), layout_model.LayoutCategories(5, shared)
-  projected = configs(tf.constant(values)).numpy()
-  defaults(tf.constant(values[..., :6]))
-  table = shared.table.numpy()  # (18, 7, 8)
-  expected = sum(table[position, values[..., position].astype(int) + 1] @ configs.kernel.numpy()[position]
-                 for position in range(18))
-  assert projected.shape == (5, 3, 4)
-  np.testing.assert_allclose(projected, expected, rtol=1e-5, atol=1e-6)
-  # One table for both: the default layouts' layer adds its kernel only.
-  assert {id(weight) for weight in defaults.weights} & {id(weight) for weight in configs.weights} == {id(shared.table)}
+  categories = layout_model.LayoutCategories(4)
+  summed = categories(tf.constant(values)).numpy()
+  table = categories.weights[0].numpy().reshape(18, 7, 4)
+  expected = sum(table[position, values[..., position].astype(int) + 1] for position in range(18))
+  assert summed.shape == (5, 3, 4)
+  np.testing.assert_allclose(summed, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_config_rows_computed_once_per_distinct_row_score_as_every_row_does():

@@ -158,7 +158,8 @@ def op_context(op_context_layer: layout_model.OpContext, arrays: dict) -> tf.Ten
   graph = PaddedGraph(arrays)
   layer = op_context_layer
   opcode = tf.where(graph.real_op, tf.cast(arrays["node_opcode"], tf.int32), 0)
-  states = layer.initial_states(opcode, graph.node_feat)
+  encoded = layer._op_encoder.encode(opcode, graph.node_feat)  # pylint: disable=protected-access
+  states = layer._joined(tf.concat([encoded, layer._default_layout(graph.default_layout)], axis=-1))  # pylint: disable=protected-access
   for round_ in layer._rounds:  # pylint: disable=protected-access
     states = _round(round_, graph, states)
   return states

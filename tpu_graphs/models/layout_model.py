@@ -41,7 +41,7 @@ from tpu_graphs.models import config_lists, gnn, layout_features, layout_preproc
 _LAYOUT_VALUES = graphs.LAYOUT_CONFIG_FEATURE_WIDTH
 _CONVOLUTION_OPCODE = opcodes.OPCODE_IDS["convolution"]
 # What the config half reads of a config's layouts, each measured in benchmarks/real_layout.py
-# --ablation: "categories": layout values as categories (LayoutValueTable), else as raw
+# --ablation: "categories": layout values as categories (one table per value position), else as raw
 # numbers; "costs": layout_features.config_cost_features of each configurable op; "copies":
 # producer/consumer layout changes along `feeds` (edge_copy_counts).
 CONFIG_ENCODINGS = ("categories", "costs", "copies")
@@ -119,32 +119,10 @@ def dense_on_rows(layer: tf.keras.layers.Layer, values: tf.Tensor) -> tf.Tensor:
   return tf.reshape(flat, tf.concat([tf.shape(values)[:-1], tf.shape(flat)[-1:]], 0))
 
 
-class LayoutValueTable(tf.keras.layers.Layer):
-  """A learnt vector (dim,) per layout value position (18) and value category, one table for the
-  whole model: the op context reads an op's default layout through it and the config half its
-  configs' layouts, so a config that sets dimension d at position p starts from the vector the
-  op's own layout has there. With a table per half, each program's correspondence between the two
-  had to be learnt from its configs: on benchmarks/real_layout.py's unseen program the shared
-  table ranked at 0.240 against 0.212 (3 splits each)."""
-
-  def __init__(self, dim: int = 8, **kwargs):
-    super().__init__(**kwargs)
-    self.dim = dim
-
-  def build(self, input_shape=None):
-    self.table = self.add_weight(name="table", shape=[_LAYOUT_VALUES, layout_features.LAYOUT_CATEGORIES, self.dim],
-                                 initializer=tf.keras.initializers.RandomUniform(-0.05, 0.05))
-    super().build(input_shape)
-
-  def get_config(self):
-    return {**super().get_config(), "dim": self.dim}
-
-
 class LayoutCategories(tf.keras.layers.Layer):
-  """(..., w) layout values -> (..., dim): each position's vector from the shared LayoutValueTable,
-  concatenated and projected by this layer's own (w * table dim, dim) kernel, computed as one
-  product of the rows' one-hot categories with the table folded into the kernel ((w * categories,
-  dim), from the weights alone).
+  """(..., w) layout values -> (..., dim): the sum over value positions of a learnt vector per
+  (position, value category). Equal to an embedding per position concatenated and projected by a
+  linear layer, computed as one product of the rows' one-hot categories with the table.
 
   A product rather than w table lookups, whatever runs it: the gradient of a lookup is a scatter
   into the table, which XLA on a CPU runs as one loop iteration per row and position (over a
@@ -153,26 +131,19 @@ class LayoutCategories(tf.keras.layers.Layer):
   vectors and reducing them over w than the product takes.
   """
 
-  def __init__(self, dim: int, values: LayoutValueTable, **kwargs):
+  def __init__(self, dim: int, **kwargs):
     super().__init__(**kwargs)
     self.dim = dim
-    self._values = values
-
-  def build(self, input_shape):
-    if not self._values.built:  # shared: called by neither half, only its weights are read
-      self._values.build()
-    self.kernel = self.add_weight(name="kernel", shape=[_LAYOUT_VALUES, self._values.dim, self.dim],
-                                  initializer="glorot_uniform")
-    super().build(input_shape)
+    self._table = tf.keras.layers.Embedding(_LAYOUT_VALUES * layout_features.LAYOUT_CATEGORIES, dim)
 
   def call(self, values: tf.Tensor) -> tf.Tensor:
-    width = values.shape[-1]
-    positions = width * layout_features.LAYOUT_CATEGORIES
-    folded = tf.reshape(tf.einsum("pvd,pdu->pvu", self._values.table[:width], self.kernel[:width]),
-                        [positions, self.dim])
+    if not self._table.built:  # only its weights are used
+      self._table.build(tf.TensorShape([None]))
+    positions = values.shape[-1] * layout_features.LAYOUT_CATEGORIES
     categories = layout_features.layout_categories(tf.cast(values, tf.float32))
     one_hot = tf.reshape(tf.one_hot(categories, layout_features.LAYOUT_CATEGORIES), [-1, positions])
-    return tf.reshape(tf.matmul(one_hot, folded), tf.concat([tf.shape(values)[:-1], [self.dim]], 0))
+    summed = tf.matmul(one_hot, self._table.embeddings[:positions])
+    return tf.reshape(summed, tf.concat([tf.shape(values)[:-1], [self.dim]], 0))
 
   def get_config(self):
     return {**super().get_config(), "dim": self.dim}
@@ -216,25 +187,19 @@ class OpContext(tf.keras.layers.Layer):
   """The config-independent half: op states (n, units) from the opcode, the normalized features
   and the op's default layout, after `rounds` rounds of message passing (OpRound)."""
 
-  def __init__(self, units: int, rounds: int, layout_values: LayoutValueTable, backbone: str = "residual_gcn",
-               feature_mean=None, feature_deviation=None, **kwargs):
+  def __init__(self, units: int, rounds: int, backbone: str = "residual_gcn", feature_mean=None,
+               feature_deviation=None, **kwargs):
     super().__init__(**kwargs)
     self.units, self.rounds, self.backbone = units, rounds, backbone
     self._op_encoder = gnn.OpEncoder(units, feature_scaling=layout_preprocessing.OpFeatureNormalization(
         feature_mean, feature_deviation))
-    self._default_layout = LayoutCategories(units, layout_values)
-    self._joined = tf.keras.layers.Dense(units)
+    self._default_layout = LayoutCategories(units)
+    self._joined = tf.keras.layers.Dense(units, activation="relu")
     self._rounds = [OpRound(units, backbone) for _ in range(rounds)]
 
-  def initial_states(self, opcode: tf.Tensor, op_feat: tf.Tensor) -> tf.Tensor:
-    """(n, units) op states before the rounds: relu(W encoded op + the default layout's categories),
-    a dense layer of the two, the categories' projection being their own layer's kernel."""
-    encoded = self._op_encoder.encode(opcode, op_feat)
-    return tf.nn.relu(self._joined(encoded) + self._default_layout(layout_features.default_layouts(op_feat)))
-
   def call(self, graph: tfgnn.GraphTensor) -> tf.Tensor:
-    op = graph.node_sets["op"]
-    states = self.initial_states(op["opcode"], op["feat"])
+    default_layout = layout_features.default_layouts(graph.node_sets["op"]["feat"])  # (n, 6)
+    states = self._joined(tf.concat([self._op_encoder(graph), self._default_layout(default_layout)], axis=-1))
     graph = graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: states}})
     for round_ in self._rounds:
       graph = round_(graph)
@@ -287,17 +252,16 @@ class ConfigScorer(tf.keras.layers.Layer):
   over a graph's ops of a per-op score.
   """
 
-  def __init__(self, units: int, rounds: int, layout_values: LayoutValueTable, backbone: str = "residual_gcn",
-               graph_norm: bool = True, graph_norm_scale: bool = True, encodings: Sequence[str] = CONFIG_ENCODINGS,
-               **kwargs):
+  def __init__(self, units: int, rounds: int, backbone: str = "residual_gcn", graph_norm: bool = True,
+               graph_norm_scale: bool = True, encodings: Sequence[str] = CONFIG_ENCODINGS, **kwargs):
     super().__init__(**kwargs)
     unknown = set(encodings) - set(CONFIG_ENCODINGS)
     if unknown:
       raise ValueError(f"unknown config encodings {sorted(unknown)}; known: {CONFIG_ENCODINGS}")
     self.units, self.rounds, self.backbone = units, rounds, backbone
     self.graph_norm, self.graph_norm_scale, self.encodings = graph_norm, graph_norm_scale, tuple(encodings)
-    self._categories = LayoutCategories(units, layout_values) if "categories" in self.encodings else None
-    self._row = tf.keras.layers.Dense(units)  # of the cost features (and raw values without categories)
+    self._categories = LayoutCategories(units) if "categories" in self.encodings else None
+    self._row = tf.keras.layers.Dense(units, activation="relu")
     self._context = tf.keras.layers.Dense(units)
     self._joined = tf.keras.layers.Dense(units)
     self._rounds = [OpRound(units, backbone) for _ in range(rounds)]
@@ -311,13 +275,10 @@ class ConfigScorer(tf.keras.layers.Layer):
     repeat a few rows per op (5 to 8 distinct in the sample's graphs), so a caller that scores
     many configs can compute each distinct row once (`distinct_row_states`;
     native/layout_library.cc does it on the host)."""
-    inputs = [rows] if self._categories is None else []
+    inputs = [rows if self._categories is None else self._categories(rows)]
     if "costs" in self.encodings:
       inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
-    state = self._row(tf.concat(inputs, axis=-1)) if inputs else 0.0
-    if self._categories is not None:  # a dense layer of categories and costs, the categories' kernel their own
-      state += self._categories(rows)
-    return tf.nn.relu(state)
+    return self._row(tf.concat(inputs, axis=-1))
 
   def distinct_row_states(self, rows: tf.Tensor, op_of: tf.Tensor, ops: dict) -> tf.Tensor:
     """row_states of rows (R, 18) of ops op_of (R,), each distinct (op, row) pair computed once.
@@ -406,10 +367,9 @@ def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "resid
   inputs = tf.keras.layers.Input(type_spec=graph_spec if segment_size is None else graph_spec.relax(
       num_nodes=True, num_edges=True))  # segments are smaller graphs than the input
   mean, deviation = feature_statistics if feature_statistics is not None else (None, None)
-  layout_values = LayoutValueTable(name="layout_values")
-  context = OpContext(units, context_layers, layout_values, backbone, mean, deviation, name="op_context")(inputs)
-  scores = ConfigScorer(config_units or units, num_layers, layout_values, backbone, graph_norm, graph_norm_scale,
-                        config_encodings, name="config_scorer")((inputs, context))
+  context = OpContext(units, context_layers, backbone, mean, deviation, name="op_context")(inputs)
+  scores = ConfigScorer(config_units or units, num_layers, backbone, graph_norm, graph_norm_scale, config_encodings,
+                        name="config_scorer")((inputs, context))
   scorer = tf.keras.Model(inputs, scores, name=f"layout_{backbone}")
   if segment_size is None:
     return scorer
