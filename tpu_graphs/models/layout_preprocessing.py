@@ -49,10 +49,20 @@ def _grouped_edges(group_by: tf.Tensor, other_end: tf.Tensor, num_nodes: tf.Tens
 
 
 def _edges_of(nodes: tf.Tensor, starts: tf.Tensor, other_ends: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-  """The other ends of the edges of `nodes` (grouped by `_grouped_edges`), and for each the
-  position in `nodes` of its node."""
-  positions = tf.ragged.range(tf.gather(starts, nodes), tf.gather(starts, nodes + 1))
-  return tf.gather(other_ends, positions.flat_values), positions.value_rowids()
+  """The other ends of the edges of `nodes` (grouped by `_grouped_edges`), and the (len(nodes) + 1,)
+  offsets of each node's edges among them.
+
+  Raw ops rather than a RaggedTensor: this runs twice per topological level (thousands of times
+  for a deep program), and a RaggedTensor's bookkeeping was most of the loop's kernels.
+  """
+  offsets, edges = tf.raw_ops.RaggedRange(starts=tf.gather(starts, nodes), limits=tf.gather(starts, nodes + 1),
+                                          deltas=tf.constant(1, starts.dtype))
+  return tf.gather(other_ends, edges), offsets
+
+
+def _positions(offsets: tf.Tensor) -> tf.Tensor:
+  """For each edge of `_edges_of`, the position of its node in `nodes`."""
+  return tf.searchsorted(offsets[1:], tf.range(offsets[-1], dtype=offsets.dtype), side="right")
 
 
 def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
@@ -91,14 +101,14 @@ def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> t
                                         tf.maximum(num_segments, 1))[:num_segments]
 
   def visit(frontier, waiting_for, rows):
-    producer, position = _edges_of(frontier, producer_starts, producers)
-    incoming = most_of_rows(rows, producer, position, tf.shape(frontier, tf.int64)[0])  # (frontier ops, n_kept)
+    producer, offsets = _edges_of(frontier, producer_starts, producers)
+    incoming = most_of_rows(rows, producer, _positions(offsets), tf.shape(frontier, tf.int64)[0])  # (frontier ops, n_kept)
     own = tf.one_hot(tf.gather(kept_index, frontier), tf.cast(num_kept, tf.int32), dtype=tf.uint8)  # 0s if not kept
     kept = tf.gather(keep, frontier)[:, tf.newaxis]
     row = tf.where(kept, tf.where(incoming > 0, tf.constant(2, tf.uint8), own), incoming)
     consumer, _ = _edges_of(frontier, consumer_starts, consumers)
     waiting_for = tf.tensor_scatter_nd_sub(waiting_for, consumer[:, tf.newaxis], tf.ones_like(consumer, tf.int32))
-    ready, _ = tf.unique(tf.boolean_mask(consumer, tf.gather(waiting_for, consumer) == 0))
+    ready, _ = tf.unique(tf.gather(consumer, tf.where(tf.gather(waiting_for, consumer) == 0)[:, 0]))
     return ready, waiting_for, rows.scatter(tf.cast(frontier, tf.int32), row)
 
   _, _, rows = tf.while_loop(
