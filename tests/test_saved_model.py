@@ -258,7 +258,7 @@ def test_examples_signature_refuses_nan_features(tile_export):
   graph = dataclasses.replace(graph, config_feat=np.where(np.arange(graph.num_configs)[:, None] == 3, np.nan,
                                                           graph.config_feat).astype(np.float32))
   examples = [records.serialize(joined) for joined in _joined_graphs("tile", graph)]
-  with pytest.raises(tf.errors.InvalidArgumentError, match="examples: node set 'config' feat holds NaN"):
+  with pytest.raises(tf.errors.InvalidArgumentError, match="examples: the feat of node set config holds NaN"):
     loaded.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant(examples))
 
 

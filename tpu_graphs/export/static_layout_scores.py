@@ -129,19 +129,9 @@ class PaddedGraph:
 
 
 def _round(round_: layout_model.OpRound, graph: PaddedGraph, states: tf.Tensor) -> tf.Tensor:
-  """OpRound.call on (N, ...) states: each op's messages once, pooled along `feeds` both ways.
-
-  Its next-state layer's kernel is applied as three products, one per part of [states, from
-  producers, from consumers], rather than to their concatenation: the same sum, without the
-  concatenation's copy of every state.
-  """
-  heard = [states, graph.producers.means(round_._to_consumers(states)),  # pylint: disable=protected-access
-           graph.consumers.means(round_._to_producers(states))]  # pylint: disable=protected-access
-  dense = round_._next  # pylint: disable=protected-access
-  width = states.shape[-1]
-  update = tf.add_n([tf.tensordot(part, dense.kernel[i * width:(i + 1) * width], 1) for i, part in enumerate(heard)])
-  update = dense.activation(update + dense.bias)
-  return tf.nn.relu(states + update) if round_.backbone == "residual_gcn" else update
+  """OpRound.call on (N, ...) states: each op's messages once, pooled along `feeds` both ways."""
+  return round_.next_states(states, graph.producers.means(round_._to_consumers(states)),  # pylint: disable=protected-access
+                            graph.consumers.means(round_._to_producers(states)))  # pylint: disable=protected-access
 
 
 def _graph_norm(norm: layout_model.GraphNorm, graph: PaddedGraph, states: tf.Tensor) -> tf.Tensor:

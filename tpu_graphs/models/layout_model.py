@@ -108,6 +108,12 @@ def row_op_inputs(op_feat: tf.Tensor, opcode: tf.Tensor) -> dict:
           "matrix_dims": layout_features.matrix_feature_dims(op_feat, is_convolution)}
 
 
+def dense_product(values: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+  """(..., w) values times a (w, u) kernel as one (rows, w) product, reshaped back to (..., u)."""
+  flat = tf.matmul(tf.reshape(values, [-1, values.shape[-1]]), kernel)
+  return tf.reshape(flat, tf.concat([tf.shape(values)[:-1], tf.shape(kernel)[-1:]], 0))
+
+
 def dense_on_rows(layer: tf.keras.layers.Layer, values: tf.Tensor) -> tf.Tensor:
   """A Dense layer on (..., w) values as one (rows, w) product, reshaped back.
 
@@ -175,9 +181,20 @@ class OpRound(tf.keras.layers.Layer):
                                       (self._to_producers, tfgnn.TARGET, tfgnn.SOURCE)):
       on_edges = tfgnn.broadcast_node_to_edges(graph, "feeds", sender, feature_value=dense_on_rows(message, states))
       heard.append(tfgnn.pool_edges_to_node(graph, "feeds", receiver, "mean", feature_value=on_edges))
-    update = dense_on_rows(self._next, tf.concat(heard, axis=-1))
-    new_states = tf.nn.relu(states + update) if self.backbone == "residual_gcn" else update
-    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: new_states}})
+    return graph.replace_features(node_sets={"op": {tfgnn.HIDDEN_STATE: self.next_states(*heard)}})
+
+  def next_states(self, states: tf.Tensor, from_producers: tf.Tensor, from_consumers: tf.Tensor) -> tf.Tensor:
+    """The round's new states from what each op heard. The next-state layer's kernel is applied as
+    one product per part of [states, from producers, from consumers]: the same sum as on their
+    concatenation, without copying every state into it."""
+    if not self._next.built:
+      self._next.build(tf.TensorShape([None, 3 * self.units]))
+    width = states.shape[-1]
+    kernel = self._next.kernel
+    update = tf.add_n([dense_product(part, kernel[i * width:(i + 1) * width])
+                       for i, part in enumerate((states, from_producers, from_consumers))])
+    update = self._next.activation(update + self._next.bias)
+    return tf.nn.relu(states + update) if self.backbone == "residual_gcn" else update
 
   def get_config(self):
     return {**super().get_config(), "units": self.units, "backbone": self.backbone}
