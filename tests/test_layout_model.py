@@ -1,6 +1,7 @@
 """Layout model: per-config scores, GraphNorm's centring and scaling, Graph Segment Training
 gradients, chunked (graphs pruned once as read) = unchunked scoring (pruned inside the model),
-config rows computed once per distinct row = every row, the recipe learning a real program, and the recipe ranking programs it never saw."""
+the serving path (distinct config rows once, placed by gathers) = training's, the recipe
+learning a real program, and the recipe ranking programs it never saw."""
 
 import dataclasses
 import pathlib
@@ -181,7 +182,7 @@ def test_layout_categories_sum_each_value_positions_table_row():
   np.testing.assert_allclose(summed, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_config_rows_computed_once_per_distinct_row_score_as_every_row_does():
+def test_the_serving_path_distinct_rows_placed_by_gathers_scores_as_training_does():
   graph = npz.read_graph(GENERATED_VALID / "mobilenet.b1.f32.npz")
   tensor = layout_preprocessing.prune_to_configurable(records.graph_tensor_from_arrays(
       "layout", graph.node_feat, graph.node_opcode, graph.edge_index, node_config_ids=graph.node_config_ids,
@@ -190,11 +191,11 @@ def test_config_rows_computed_once_per_distinct_row_score_as_every_row_does():
   halves = layout_model.context_and_scores(model)
   context = halves.context(tensor)
   every_row = halves.config_scorer((tensor, context)).numpy()
-  distinct = halves.config_scorer((tensor, context), distinct_rows=True).numpy()
+  serving = halves.config_scorer((tensor, context), serving=True).numpy()
   rows = graph.node_config_feat[:64].reshape(-1, 18)
   slots = np.tile(np.arange(graph.node_config_ids.size), 64)
   assert np.unique(np.column_stack([slots, rows]), axis=0).shape[0] < rows.shape[0] / 2  # configs repeat rows
-  np.testing.assert_array_equal(distinct, every_row)
+  np.testing.assert_array_equal(serving, every_row)
   np.testing.assert_array_equal(every_row, model(tensor).numpy())
 
 

@@ -207,9 +207,9 @@ class ServingModule(tf.Module):
 
     halves = layout_model.context_and_scores(scorer) if kind == "layout" else None
     # Pruning's sizes are data, so a pruning model's plain signature does not compile under XLA
-    # anyway, and its chunks compute each distinct config row once (a count XLA cannot compile
-    # either); without pruning the signature stays compilable, every row computed.
-    distinct_rows = isinstance(preprocess, layout_preprocessing.Pruning)
+    # anyway, and its chunks take the serving path of ConfigScorer (each distinct config row once, a
+    # count XLA cannot compile either); without pruning the signature stays compilable.
+    serving = isinstance(preprocess, layout_preprocessing.Pruning)
 
     def chunked_scores(structure, config_features) -> tf.Tensor:
       """Scores of all configs, CONFIGS_PER_CALL[kind] at a time, joined to the once-preprocessed structure.
@@ -225,7 +225,7 @@ class ServingModule(tf.Module):
       chunks = tf.maximum((total + size - 1) // size, 1)
       if halves is not None:
         context = halves.context(model_graph(structure))
-        score = lambda graph: halves.config_scorer((model_graph(graph), context), distinct_rows=distinct_rows)
+        score = lambda graph: halves.config_scorer((model_graph(graph), context), serving=serving)
       else:
         score = scored
 

@@ -65,19 +65,28 @@ def _op_slot_indices(graph: tfgnn.GraphTensor) -> tf.Tensor:
   return tf.stack([op_of, tf.gather(positions, config_of)], axis=1)
 
 
-def scatter_to_op_slots(graph: tfgnn.GraphTensor, rows: tf.Tensor) -> tf.Tensor:
-  """(n, k, w): rows (N, w), one per `configures` edge, placed at [op, config slot]; zeros elsewhere."""
+def scatter_to_op_slots(graph: tfgnn.GraphTensor, rows: tf.Tensor, by_gather: bool = False) -> tf.Tensor:
+  """(n, k, w): rows (N, w), one per `configures` edge, placed at [op, config slot]; zeros elsewhere.
+
+  by_gather: through an (n, k) table of each place's row, for callers that take no gradient:
+  TensorFlow's scatter kernel copies row by row on one thread (a tenth of a served chunk), a
+  gather on every core; but a gather's gradient is a scatter, which XLA on a CPU runs as a loop.
+  """
   num_ops = tf.cast(graph.node_sets["op"].total_size, tf.int64)
   size = tf.cast(config_lists.list_size(graph), tf.int64)
-  shape = tf.concat([tf.stack([num_ops, size]), tf.shape(rows, tf.int64)[1:]], 0)
-  return tf.scatter_nd(_op_slot_indices(graph), rows, shape)
+  indices = _op_slot_indices(graph)
+  if not by_gather:
+    return tf.scatter_nd(indices, rows, tf.concat([tf.stack([num_ops, size]), tf.shape(rows, tf.int64)[1:]], 0))
+  count = tf.shape(indices)[0]
+  row_at = tf.tensor_scatter_nd_update(tf.fill(tf.stack([num_ops, size]), count), indices, tf.range(count))
+  return tf.gather(tf.concat([rows, tf.zeros_like(rows[:1])], 0), row_at)  # row N: zeros
 
 
-def op_config_values(graph: tfgnn.GraphTensor) -> tuple[tf.Tensor, tf.Tensor]:
+def op_config_values(graph: tfgnn.GraphTensor, by_gather: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
   """(n, k, 18) int32 layout values each config sets on each op (-1 where it sets none), and
-  (n, k) bool whether the op is configured in that slot."""
+  (n, k) bool whether the op is configured in that slot (by_gather: scatter_to_op_slots')."""
   values = layout_features.layout_categories(node_config_rows(graph))  # shifted: 0 = unset
-  placed = scatter_to_op_slots(graph, tf.concat([values, tf.ones_like(values[:, :1])], axis=-1))
+  placed = scatter_to_op_slots(graph, tf.concat([values, tf.ones_like(values[:, :1])], axis=-1), by_gather)
   return placed[..., :_LAYOUT_VALUES] - 1, placed[..., _LAYOUT_VALUES] > 0
 
 
@@ -309,19 +318,20 @@ class ConfigScorer(tf.keras.layers.Layer):
     distinct_rows = tf.ensure_shape(tf.bitcast(distinct[:, 1:], tf.float32), [None, rows.shape[-1]])
     return tf.gather(self.row_states(distinct_rows, ops_of_distinct), index)
 
-  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor], distinct_rows: bool = False) -> tf.Tensor:
-    """Scores (c,). distinct_rows: compute each distinct config row's state once
-    (`distinct_row_states`), for callers that need no XLA."""
+  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor], serving: bool = False) -> tf.Tensor:
+    """Scores (c,). serving: for callers that need neither XLA nor gradients (a pruning model's
+    SavedModel), each distinct config row's state computed once (`distinct_row_states`) and rows
+    placed at their ops by gathers (scatter_to_op_slots)."""
     graph, context = inputs
     ops = row_op_inputs(graph.node_sets["op"]["feat"], graph.node_sets["op"]["opcode"])
     op_of = graph.edge_sets["configures"].adjacency.target
-    if distinct_rows:
+    if serving:
       rows = self.distinct_row_states(node_config_rows(graph), op_of, ops)
     else:
       rows = self.row_states(node_config_rows(graph), {name: tf.gather(value, op_of) for name, value in ops.items()})
-    config_states = scatter_to_op_slots(graph, rows)  # (n, k, units)
+    config_states = scatter_to_op_slots(graph, rows, by_gather=serving)  # (n, k, units)
     default_layout = ops["default_layout"]
-    values, configured = op_config_values(graph)
+    values, configured = op_config_values(graph, by_gather=serving)
     joined = [config_states, tf.cast(configured, tf.float32)[..., tf.newaxis]]
     if "copies" in self.encodings:
       joined.append(edge_copy_counts(graph, values, configured, default_layout))
