@@ -15,7 +15,7 @@ from baselines import program
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import run_export
 from tpu_graphs.models import gnn
-from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, run_experiment, strategies
+from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, run_experiment, strategies, weight_average
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
                                "The named experiment to start from (tpu_graphs/train/experiments.py); default the "
@@ -38,6 +38,8 @@ TRAINING_FLAGS = {
                                 "'pairwise_hinge:1,mse:0.1'."),
     "patience": flags.DEFINE_integer("patience", None, "Epochs without a better validation primary metric before "
                                      "stopping."),
+    "weight_average": flags.DEFINE_float("weight_average", None, "Momentum of the moving average of the weights "
+                                         "that validation judges and best/ keeps (0: the last step's weights)."),
     "seed": flags.DEFINE_integer("seed", None, "Seed of initialization and config sampling."),
     "jit_compile": flags.DEFINE_bool("jit_compile", None, "Train as on a TPU on any device: inputs padded to static "
                                      "sizes and an XLA-compiled step (recorded in config.json)."),
@@ -56,6 +58,7 @@ program.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch
                           MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
 program.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
 program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or learning_rate.check(value))
+program.check_flag(TRAINING_FLAGS["weight_average"], lambda value: value is None or weight_average.check(value))
 
 
 def given(holders: dict) -> dict:

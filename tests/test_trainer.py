@@ -14,7 +14,7 @@ import memory_file_system
 import tile_test_data
 from tpu_graphs.export import run_export, saved_model
 from tpu_graphs.models import tile_model
-from tpu_graphs.data import convert, locations, npz, storage
+from tpu_graphs.data import convert, errors, locations, npz, storage
 from tpu_graphs.train import experiments, metrics, run_directory, run_experiment, scoring, tasks, trainer
 
 try:  # Must happen before TensorFlow starts its runtime; fails if another test module did first.
@@ -147,6 +147,33 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(records, unin
   after_kill = tf.keras.models.load_model(str(tmp_path / "killed" / "model"))
   for expected, actual in zip(whole.get_weights(), after_kill.get_weights()):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_weight_averaged_run_keeps_the_average_and_resumes_to_it(records, tmp_path):
+  task = tasks.TileTask()
+  whole = trainer.run(task, _build, _config(records, tmp_path / "whole", epochs=2, weight_average=0.5))
+  # The checkpoint after the best epoch holds the weights and their average; best/ keeps the average.
+  reader = tf.train.load_checkpoint(str(tmp_path / "whole" / "checkpoints" / f"ckpt-{whole['best_epoch'] + 1}"))
+  names = reader.get_variable_to_shape_map()
+  averages = [reader.get_tensor(f"model/average/averages/{i}/.ATTRIBUTES/VARIABLE_VALUE")
+              for i in range(sum(name.startswith("model/average/averages/") for name in names))]
+  live = [reader.get_tensor(f"model/average/weights/{i}/.ATTRIBUTES/VARIABLE_VALUE") for i in range(len(averages))]
+  kept = tf.keras.models.load_model(str(tmp_path / "whole" / "model"))
+  assert len(averages) == len(kept.trainable_weights) > 0
+  for average, weight, value in zip(averages, kept.trainable_weights, live):
+    np.testing.assert_array_equal(weight.numpy(), average)
+  assert any(not np.array_equal(average, value) for average, value in zip(averages, live))
+  with pytest.raises(KeyboardInterrupt):
+    trainer.run(task, _build, _config(records, tmp_path / "killed", epochs=2, weight_average=0.5),
+                callbacks=[_KillAfterEpoch(0)])
+  resumed = trainer.run(task, _build, _config(records, tmp_path / "killed", epochs=2, weight_average=0.5))
+  assert resumed["history"][1]["val_tile_score"] == pytest.approx(whole["history"][1]["val_tile_score"], abs=1e-6)
+  after_kill = tf.keras.models.load_model(str(tmp_path / "killed" / "model"))
+  for expected, actual in zip(kept.get_weights(), after_kill.get_weights()):
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+  with pytest.raises(errors.InputError, match="weight average's momentum 1.5"):
+    trainer.run(task, _build, _config(records, tmp_path / "refused", weight_average=1.5))
+  assert not (tmp_path / "refused").exists()
 
 
 class _WeightsAtStart(tf.keras.callbacks.Callback):

@@ -24,6 +24,7 @@ What the run directory holds, and how it is verified and resumed: run_directory.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Callable, Optional, Sequence
@@ -34,7 +35,8 @@ import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import errors, predictions, storage
 from tpu_graphs.models import config_lists
-from tpu_graphs.train import inputs, learning_rate, losses, padding, run_directory, scoring, strategies, tasks, xla
+from tpu_graphs.train import (inputs, learning_rate, losses, padding, run_directory, scoring, strategies, tasks,
+                             weight_average, xla)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +57,9 @@ class TrainingConfig:
   # "constant", or "cosine": linear warmup over warmup_steps, then cosine decay to 0 at the last step.
   learning_rate_schedule: str = "constant"
   warmup_steps: int = 0
+  # Momentum of the moving average of the weights (weight_average.py) that validation judges and
+  # best/ keeps; 0: the weights of the last step themselves.
+  weight_average: float = 0.0
   loss: str = "listmle:1,mse:0.02"
   patience: int = 5  # epochs without a better validation primary metric before stopping
   eval_batch_size: int = 8  # config chunks scored per evaluation step
@@ -89,6 +94,7 @@ def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.
   config = dataclasses.replace(config, out_dir=str(strategies.worker_directory(strategy, config.out_dir)))
   try:
     learning_rate.check(config.learning_rate)
+    weight_average.check(config.weight_average)
     losses.parse_loss_spec(config.loss)
   except ValueError as error:
     raise errors.InputError(f"{config.out_dir}: {error}") from None
@@ -118,9 +124,10 @@ class RankingModel(tf.keras.Model):
   gradients of many thousand rows far more slowly than from dense ones.
   """
 
-  def __init__(self, scorer: tf.keras.Model, task: tasks.Task, list_size: int):
+  def __init__(self, scorer: tf.keras.Model, task: tasks.Task, list_size: int,
+               average: Optional[weight_average.WeightAverage] = None):
     super().__init__()
-    self.scorer, self.task, self.list_size = scorer, task, list_size
+    self.scorer, self.task, self.list_size, self.average = scorer, task, list_size, average
 
   def call(self, graph, training=None):
     with config_lists.lists_of_at_most(self.list_size):
@@ -135,6 +142,8 @@ class RankingModel(tf.keras.Model):
     self.optimizer.apply_gradients([
         (tf.convert_to_tensor(gradient) if isinstance(gradient, tf.IndexedSlices) else gradient, variable)
         for gradient, variable in zip(gradients, self.trainable_variables)])
+    if self.average is not None:
+      self.average.update()
     return self.compute_metrics(graph, labels, logits, None)
 
 
@@ -163,16 +172,20 @@ class EpochEnd(tf.keras.callbacks.Callback):
           f"{self.config.learning_rate}, loss {self.config.loss!r}); stopped, nothing of epoch {epoch} was saved "
           f"(the checkpoints keep the {int(self.state['epoch'].numpy())} epoch(s) before it). Train with a lower "
           "--learning_rate in another --out_dir")
-    validation = scoring.evaluate(self.task, scoring.score_batches(self.task, self.scorer,
-                                                                   self.validation_batches))["mean"]
-    logs.update({f"val_{name}": value for name, value in validation.items()})
-    value = validation[self.task.primary_metric]
-    if value > self.state["best_value"].numpy():
+    average = self.model.average
+    with average.in_place() if average is not None else contextlib.nullcontext():
+      validation = scoring.evaluate(self.task, scoring.score_batches(self.task, self.scorer,
+                                                                     self.validation_batches))["mean"]
+      logs.update({f"val_{name}": value for name, value in validation.items()})
+      value = validation[self.task.primary_metric]
+      improved = value > self.state["best_value"].numpy()
+      if improved:
+        storage.atomic_directory(storage.join(self.out_dir, "best"),
+                                 lambda path: self.scorer.save_weights(storage.join(path, "weights")))
+    if improved:
       self.state["best_value"].assign(value)
       self.state["best_epoch"].assign(epoch)
       self.state["epochs_without_improvement"].assign(0)
-      storage.atomic_directory(storage.join(self.out_dir, "best"),
-                               lambda path: self.scorer.save_weights(storage.join(path, "weights")))
     else:
       self.state["epochs_without_improvement"].assign_add(1)
     if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
@@ -213,13 +226,19 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   if xla.needs_padding(strategy, config.jit_compile):
     static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), config.batch_size // replicas)
 
+  # A run trains as in a fresh process even after others in this one. Keras's global name counters
+  # name the step's ops, and a run after another one in a process summed in another order (its loss
+  # differed in the 7th digit), which tests/test_quickstart.py compares with a main job's worker.
+  tf.keras.backend.clear_session()
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs.graph_spec(replicas, static_padding)
   # The scorer also serves evaluation and export, on any number of graphs.
   spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
-    model = RankingModel(scorer, task, config.configs_per_graph)
+    average = (weight_average.WeightAverage(scorer.trainable_variables, config.weight_average)
+               if config.weight_average else None)
+    model = RankingModel(scorer, task, config.configs_per_graph, average)
     optimizer = tf.keras.optimizers.Adam(learning_rate.schedule(
         config.learning_rate, config.learning_rate_schedule, config.warmup_steps,
         config.epochs * training_inputs.steps_per_epoch))
