@@ -39,7 +39,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 
 from benchmarks import benchmark_results
 from tpu_graphs.data import config_split, locations, npz, predictions
-from tpu_graphs.train import memory_plan, metrics
+from tpu_graphs.train import experiments, memory_plan, metrics
 
 _HOPS = flags.DEFINE_list("hops", ["0", "1", "-1"], "--prune_hops settings to compare (-1 = whole graph).")
 _EPOCHS = flags.DEFINE_integer("epochs", 10, "Epochs of each unet3d run (the recipe's 10 by default).")
@@ -119,7 +119,8 @@ def unet3d_runs(work: pathlib.Path) -> list[Measured]:
                                                           f"--epochs={_EPOCHS.value}"])
     prediction, = predictions.read_predictions(run_dir / "predictions.csv")
     tau = metrics.kendall_tau(test_runtimes, prediction.positions(len(test_runtimes)))
-    configs = _EPOCHS.value * 50 * 4 * 128  # the recipe's steps per epoch, batch and list size
+    recipe = experiments.LAYOUT_TRAINING
+    configs = _EPOCHS.value * recipe["steps_per_epoch"] * recipe["batch_size"] * recipe["configs_per_graph"]
     return Measured("unet3d", hops, peak, planned_peak(output), configs / max(training_seconds(output), 1e-9), wall,
                     tau)
 
@@ -166,8 +167,10 @@ def main(argv):
     results = unet3d_runs(work)
     if _NLP.value:
       results += nlp_runs(work)
-  body = (f"unet3d: layout_train.py's default flags but --prune_hops, {_EPOCHS.value} epoch(s) of 50 steps of 4 "
-          "lists of 128 configs, on config split seed 0 of the real file (one split, one seed: no spread). "
+  recipe = experiments.LAYOUT_TRAINING
+  body = (f"unet3d: layout_train.py's default flags but --prune_hops, {_EPOCHS.value} epoch(s) of "
+          f"{recipe['steps_per_epoch']} steps of {recipe['batch_size']} lists of {recipe['configs_per_graph']} "
+          "configs, on config split seed 0 of the real file (one split, one seed: no spread). "
           "-1 trains the whole graph with Graph Segment Training (the recipe's --segment_size). Peak RSS: "
           "os.wait4 of the run's process; configs/s over the epochs' Keras-reported seconds (validation "
           "included), on a machine shared with other jobs (see the load average).\n\n" + table(results))

@@ -8,7 +8,7 @@ commit's tpu_graphs (extracted with git archive) and this tree's each build
 `inputs.TrainingInputs` for the experiment of the collection and read `--epochs` epochs of it; a
 process reports the configs with a measured runtime it was given per second (the first batch, which
 includes starting the pipeline, is left out). Tile: batches of 8 kernels x 16 configs, epochs of
-one pass over the chunks; layout: the layout recipe's 50 steps of 4 graphs x 64 configs, graphs
+one pass over the chunks; layout: the layout recipe's epochs (steps of 4 graphs x 128 configs), graphs
 pruned as read. Nothing trains: this is the input pipeline alone, what a TPU's host must keep up
 with. Writes the table (median and range over the repeats) as Markdown to --out.
 """

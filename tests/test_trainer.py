@@ -155,13 +155,14 @@ def test_a_weight_averaged_run_keeps_the_average_and_resumes_to_it(records, tmp_
   # The checkpoint after the best epoch holds the weights and their average; best/ keeps the average.
   reader = tf.train.load_checkpoint(str(tmp_path / "whole" / "checkpoints" / f"ckpt-{whole['best_epoch'] + 1}"))
   names = reader.get_variable_to_shape_map()
-  averages = [reader.get_tensor(f"model/average/averages/{i}/.ATTRIBUTES/VARIABLE_VALUE")
-              for i in range(sum(name.startswith("model/average/averages/") for name in names))]
+  steps = reader.get_tensor("model/average/steps/.ATTRIBUTES/VARIABLE_VALUE")
+  averages = [reader.get_tensor(f"model/average/sums/{i}/.ATTRIBUTES/VARIABLE_VALUE") / (1 - 0.5 ** steps)
+              for i in range(sum(name.startswith("model/average/sums/") for name in names))]
   live = [reader.get_tensor(f"model/average/weights/{i}/.ATTRIBUTES/VARIABLE_VALUE") for i in range(len(averages))]
   kept = tf.keras.models.load_model(str(tmp_path / "whole" / "model"))
-  assert len(averages) == len(kept.trainable_weights) > 0
-  for average, weight, value in zip(averages, kept.trainable_weights, live):
-    np.testing.assert_array_equal(weight.numpy(), average)
+  assert steps > 1 and len(averages) == len(kept.trainable_weights) > 0
+  for average, weight in zip(averages, kept.trainable_weights):
+    np.testing.assert_allclose(weight.numpy(), average, rtol=1e-6, atol=1e-7)
   assert any(not np.array_equal(average, value) for average, value in zip(averages, live))
   with pytest.raises(KeyboardInterrupt):
     trainer.run(task, _build, _config(records, tmp_path / "killed", epochs=2, weight_average=0.5),

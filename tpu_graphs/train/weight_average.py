@@ -1,10 +1,11 @@
 """An exponential moving average of a model's trainable weights, the weights a run is judged by.
 
 Late in training the weights wander around a minimum from step to step; their average sits nearer
-its middle, and ranks configs of one program and of programs never trained on more steadily than
-any one step's weights (docs/real-data.md, "Weight averaging"). The trainer updates the average
-after every step, validates and keeps (best/) the averaged weights, and checkpoints both the live
-weights and the average, so a resumed run continues exactly.
+its middle. On config splits of real programs (benchmarks/real_layout.py) the layout recipe's
+averaged weights ranked unseen configs of both programs and a program never trained on better than
+its last step's (docs/research.md, "Weight averaging"). The trainer updates the average after every
+step, validates and keeps (best/) the averaged weights, and checkpoints the live weights with the
+average, so a resumed run continues exactly.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ def check(momentum: float) -> None:
 
 
 class WeightAverage(tf.Module):
-  """average <- momentum * average + (1 - momentum) * weights, after every training step.
+  """After step t: sum <- momentum * sum + (1 - momentum) * weights, average = sum / (1 - momentum^t).
 
-  The average starts at the initial weights, so early epochs judge weights pulled towards them; the
-  recipe's warmup keeps those epochs from being the best ones anyway.
+  The division (Adam's bias correction) makes the average a weighted mean of the steps' weights
+  alone, the newest weighing most, with no share of the initial weights: a short run's average is
+  not pulled back to its start, and a long one's is the plain moving average.
   """
 
   def __init__(self, weights: Sequence[tf.Variable], momentum: float):
@@ -33,22 +35,26 @@ class WeightAverage(tf.Module):
     check(momentum)
     self.momentum = momentum
     self.weights = list(weights)
-    # Every replica computes the same average from the same (synchronised) weights.
-    self.averages = [tf.Variable(weight.read_value(), trainable=False, name="average",
-                                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-                     for weight in self.weights]
+    # Every replica computes the same sums from the same (synchronised) weights.
+    replicated = dict(trainable=False, aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.sums = [tf.Variable(tf.zeros_like(weight), name="sum", **replicated) for weight in self.weights]
+    self.steps = tf.Variable(0.0, name="steps", **replicated)
 
   def update(self) -> None:
     """One step's move of the average towards the weights (inside the training step)."""
-    for average, weight in zip(self.averages, self.weights):
-      average.assign(self.momentum * average + (1.0 - self.momentum) * weight)
+    for total, weight in zip(self.sums, self.weights):
+      total.assign(self.momentum * total + (1.0 - self.momentum) * weight)
+    self.steps.assign_add(1.0)
 
   @contextlib.contextmanager
   def in_place(self) -> Iterator[None]:
-    """The weights hold the average inside the block and their own values again after it."""
+    """The weights hold the average inside the block (their own values while nothing was averaged
+    yet) and their own values again after it."""
     live = [weight.read_value() for weight in self.weights]
-    for weight, average in zip(self.weights, self.averages):
-      weight.assign(average)
+    if self.steps.numpy() > 0:
+      correction = 1.0 - self.momentum ** self.steps.numpy()
+      for weight, total in zip(self.weights, self.sums):
+        weight.assign(total / correction)
     try:
       yield
     finally:
