@@ -119,7 +119,7 @@ def test_chunked_scoring_of_graphs_pruned_once_equals_scoring_all_configs_at_onc
 
 def test_recipe_ranks_held_out_configs_of_a_real_program(tmp_path):
   """A short run of the layout recipe on half of unet3d's measured configs ranks a quarter it never
-  saw far better than chance (what the whole recipe reaches: benchmarks/results/real_layout_lanes.md)."""
+  saw far better than chance (what the whole recipe reaches: benchmarks/results/real_layout.md)."""
   source = sample_data.require_sample("npz") / "layout/xla/default/train/unet3d.npz"
   graph = npz.read_graph(source)
   rows = config_split.write_config_split(graph, tmp_path / "npz", seed=0)
