@@ -32,7 +32,7 @@ import tensorflow as tf  # pylint: disable=g-bad-import-order
 from benchmarks import benchmark_results
 from tpu_graphs.data import config_dedup, convert, errors, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import experiments, inputs, padding, run_experiment, scoring, tasks, trainer
+from tpu_graphs.train import experiments, inputs, padding, run_experiment, scoring, tasks, trainer, weight_average
 
 GENERATED = locations.EMBEDDED_NPZ / "layout"
 MODES = ("score", "train", "steps", "generated_tau", "all")
@@ -147,7 +147,9 @@ def steps() -> None:
       static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), training["batch_size"])
     spec = training_inputs.graph_spec(1, static_padding).relax(num_components=True, num_nodes=True, num_edges=True)
     scorer = experiment.model.model_builder(run_experiment.data_derived(experiment, locations.EMBEDDED_NPZ))(spec)
-    model = trainer.RankingModel(scorer, task, training["configs_per_graph"])
+    average = (weight_average.WeightAverage(scorer.trainable_variables, training["weight_average"])
+               if training.get("weight_average") else None)  # the trainer's step updates it too
+    model = trainer.RankingModel(scorer, task, training["configs_per_graph"], average)
     model.compile(optimizer=tf.keras.optimizers.Adam(training["learning_rate"]), loss=task.loss(training["loss"]),
                   jit_compile=_JIT_COMPILE.value)
     batches = training_inputs.get_dataset(0, 1, None, static_padding).cache()
