@@ -13,9 +13,9 @@ from tpu_graphs.train import experiments, tasks
 
 def test_layout_recipe_is_the_layout_default():
   recipe = experiments.experiment("layout", "layout:nlp:random")
-  assert recipe.training == {"epochs": 10, "steps_per_epoch": 100, "batch_size": 4, "configs_per_graph": 128,
+  assert recipe.training == {"epochs": 10, "steps_per_epoch": 150, "batch_size": 4, "configs_per_graph": 128,
                              "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
-                             "weight_average": 0.99, "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
+                             "weight_average": 0.993, "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
   assert recipe.model == experiments.LayoutSettings(
       units=64, layers=1, backbone="residual_gcn", prune_hops=0, dedup=True, normalize=True, segment_size=None,
       graph_norm=True, graph_norm_scale=True, context_layers=3, config_units=32,

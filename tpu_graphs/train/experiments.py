@@ -149,12 +149,12 @@ TILE_TRAINING = {"epochs": 10, "batch_size": 8, "configs_per_graph": 16, "learni
 # The layout recipe: fixed-length epochs sampling 128-config lists afresh, all-pairs hinge, warmup +
 # cosine decay, judged by a moving average of the weights; a layout chunk already holds every op of
 # the graph, so chunks are scored one at a time. Lists of 128 rather than 64 configs (4x the pairs
-# per list) average out more of a low-spread program's measurement noise; 1,000 steps whose weights
-# are averaged ranked unseen configs of both real programs and the unseen program better than 500
-# steps without (docs/research.md, "Weight averaging").
-LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 100, "batch_size": 4, "configs_per_graph": 128,
+# per list) average out more of a low-spread program's measurement noise; 1,500 steps whose weights
+# are averaged (over about the last 140) ranked unseen configs of both real programs better than 500
+# steps without, and the unseen program as well (docs/research.md, "Weight averaging").
+LAYOUT_TRAINING = {"epochs": 10, "steps_per_epoch": 150, "batch_size": 4, "configs_per_graph": 128,
                    "learning_rate": 1e-3, "learning_rate_schedule": "cosine", "warmup_steps": 100,
-                   "weight_average": 0.99, "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
+                   "weight_average": 0.993, "loss": "pairwise_hinge:1", "patience": 10, "eval_batch_size": 1}
 
 # name -> kind or collection -> (training settings, model settings); a collection's own entry wins
 # over its kind's. "tile" and "layout" are the training programs' defaults; "quickstart" fits all five
