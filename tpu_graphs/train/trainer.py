@@ -6,6 +6,8 @@
   epoch e always sees the same configs in the same order), padded to static sizes by one
   `padding.Padding` when the strategy needs it;
 * the task turns those into labels (b, k) and the model's scores (c,) into ranking logits;
+* with `config.weight_average`, every step also moves a moving average of the weights
+  (weight_average.py), and what follows judges and keeps the averaged weights;
 * after each epoch: all configs of the validation graphs are scored (scoring.py), metrics land in the Keras
   logs (TensorBoard) and the history, the best model's weights are kept, early stopping counts
   epochs without improvement, and a checkpoint holds weights, optimizer, epoch and the stopping
