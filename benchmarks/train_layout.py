@@ -147,9 +147,8 @@ def steps() -> None:
       static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), training["batch_size"])
     spec = training_inputs.graph_spec(1, static_padding).relax(num_components=True, num_nodes=True, num_edges=True)
     scorer = experiment.model.model_builder(run_experiment.data_derived(experiment, locations.EMBEDDED_NPZ))(spec)
-    average = (weight_average.WeightAverage(scorer.trainable_variables, training["weight_average"])
-               if training.get("weight_average") else None)  # the trainer's step updates it too
-    model = trainer.RankingModel(scorer, task, training["configs_per_graph"], average)
+    average = weight_average.averaging(scorer.trainable_variables, training.get("weight_average", 0.0))
+    model = trainer.RankingModel(scorer, task, training["configs_per_graph"], average)  # as the trainer's step
     model.compile(optimizer=tf.keras.optimizers.Adam(training["learning_rate"]), loss=task.loss(training["loss"]),
                   jit_compile=_JIT_COMPILE.value)
     batches = training_inputs.get_dataset(0, 1, None, static_padding).cache()

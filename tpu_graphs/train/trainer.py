@@ -180,16 +180,14 @@ class EpochEnd(tf.keras.callbacks.Callback):
                                                                      self.validation_batches))["mean"]
       logs.update({f"val_{name}": value for name, value in validation.items()})
       value = validation[self.task.primary_metric]
-      improved = value > self.state["best_value"].numpy()
-      if improved:
+      if value > self.state["best_value"].numpy():
+        self.state["best_value"].assign(value)
+        self.state["best_epoch"].assign(epoch)
+        self.state["epochs_without_improvement"].assign(0)
         storage.atomic_directory(storage.join(self.out_dir, "best"),
                                  lambda path: self.scorer.save_weights(storage.join(path, "weights")))
-    if improved:
-      self.state["best_value"].assign(value)
-      self.state["best_epoch"].assign(epoch)
-      self.state["epochs_without_improvement"].assign(0)
-    else:
-      self.state["epochs_without_improvement"].assign_add(1)
+      else:
+        self.state["epochs_without_improvement"].assign_add(1)
     if self.state["epochs_without_improvement"].numpy() >= self.config.patience:
       self.state["stopped"].assign(True)
       self.model.stop_training = True
@@ -238,9 +236,8 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   spec = spec.relax(num_components=True, num_nodes=True, num_edges=True)
   with strategy.scope():
     scorer = build_model(spec)
-    average = (weight_average.WeightAverage(scorer.trainable_variables, config.weight_average)
-               if config.weight_average else None)
-    model = RankingModel(scorer, task, config.configs_per_graph, average)
+    model = RankingModel(scorer, task, config.configs_per_graph,
+                         weight_average.averaging(scorer.trainable_variables, config.weight_average))
     optimizer = tf.keras.optimizers.Adam(learning_rate.schedule(
         config.learning_rate, config.learning_rate_schedule, config.warmup_steps,
         config.epochs * training_inputs.steps_per_epoch))

@@ -11,7 +11,7 @@ average, so a resumed run continues exactly.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import tensorflow as tf
 
@@ -60,3 +60,8 @@ class WeightAverage(tf.Module):
     finally:
       for weight, value in zip(self.weights, live):
         weight.assign(value)
+
+
+def averaging(weights: Sequence[tf.Variable], momentum: float) -> Optional[WeightAverage]:
+  """The average of `weights` a run with this momentum keeps; None for 0 (no average)."""
+  return WeightAverage(weights, momentum) if momentum else None
