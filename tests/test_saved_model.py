@@ -417,6 +417,23 @@ def test_whole_chunks_and_a_single_config_score_like_part_of_a_longer_call(tmp_p
                                longer[:num_configs], rtol=1e-5, atol=1e-5)
 
 
+def test_a_call_scores_alike_whatever_blocks_its_distinct_config_rows_are_computed_in(tmp_path, monkeypatch):
+  # 2 chunks and a part: blocks of one chunk each, then of two (the last block one part-filled chunk).
+  size = saved_model.CONFIGS_PER_CALL["layout"]
+  graph, scorer = _small_layout_scorer(sample_data.require_sample(REAL_LAYOUT_FILE), 2 * size + 10)
+  arrays = _plain_arrays(graph)
+  scores = {}
+  for chunks_per_block in (None, 1, 2):
+    if chunks_per_block is not None:
+      monkeypatch.setattr(saved_model, "DISTINCT_ROWS_PER_BLOCK", chunks_per_block * size * graph.node_config_ids.size)
+    run_export.export_to_run_directory(scorer, tasks.LayoutTask(prune_hops=0), tmp_path / str(chunks_per_block))
+    loaded = tf.saved_model.load(str(tmp_path / str(chunks_per_block) / saved_model.EXPORT_DIR_NAME))
+    scores[chunks_per_block] = loaded.score(*arrays)["scores"].numpy()
+  assert scores[None].shape == (2 * size + 10,)
+  for chunks_per_block in (1, 2):  # the same rows' states, computed in batches of other sizes
+    np.testing.assert_allclose(scores[chunks_per_block], scores[None], rtol=1e-5, atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def run_without_its_data(tmp_path_factory):
   """A run of the smallest layout experiment, normalizing op features and in segments of 32 ops (both

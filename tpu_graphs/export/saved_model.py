@@ -55,9 +55,13 @@ EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
 Preprocess = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
 # Configs scored per model call inside the plain signature, per kind: bounds memory whatever c is,
 # while the per-graph work (building the graph, pruning) happens once per signature call. A layout
-# call holds (ops x configs x units) states: 32 configs of the 21,918-op nlp graph score faster
-# than 128 (their states stay in cache) and peak lower (benchmarks/serve.py).
-CONFIGS_PER_CALL = {"tile": 128, "layout": 32}
+# call holds (ops x configs x units) states: on the nlp test graph pruned to its 848 configurable
+# ops, chunks of 64 configs scored its first 1,000 configs faster than chunks of 32 or 128 (fewer
+# trips, states still in cache). A model that does not prune holds all ops' states per chunk.
+CONFIGS_PER_CALL = {"tile": 128, "layout": 64}
+# Config rows (configs x configurable ops) whose distinct states a serving layout call computes at
+# once (distinct_row_states): bounds the (rows, 19) int32 keys to 80 MB however many configs come.
+DISTINCT_ROWS_PER_BLOCK = 1 << 20
 
 _GRAPH_INPUTS = (
     tf.TensorSpec([None, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
@@ -185,6 +189,43 @@ def _named_arrays_function(function: Callable[[dict], dict], specs: tuple[tf.Ten
   return tf.function(lambda *arrays: function(dict(zip(names, arrays))), input_signature=specs)
 
 
+def _scored_chunks(first: tf.Tensor, last: tf.Tensor, size: int, total: tf.Tensor, parts: tf.TensorArray,
+                   score: Callable[[tf.Tensor], tf.Tensor]) -> tf.TensorArray:
+  """`parts` with element i, for chunks first <= i < last, the (size,) scores of configs
+  i * size ... (i + 1) * size - 1, which `score` gets as positions; positions past the last
+  config (total - 1) repeat it."""
+  def score_chunk(chunk, parts):
+    return chunk + 1, parts.write(chunk, score(tf.minimum(chunk * size + tf.range(size), total - 1)))
+
+  _, parts = tf.while_loop(lambda chunk, _: chunk < last, score_chunk, (first, parts),
+                           parallel_iterations=1)  # one chunk alive at a time
+  return parts
+
+
+def _joined_parts(parts: tf.TensorArray, total: tf.Tensor) -> tf.Tensor:
+  """The (total,) scores of `_scored_chunks`' parts, without the repeats that filled the last chunk."""
+  return tf.reshape(parts.stack(), [-1])[:total]
+
+
+def distinct_row_states(config_scorer: layout_model.ConfigScorer, structure: tfgnn.GraphTensor,
+                        config_features: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """The states of all distinct config rows of a call, (D, units), and (c, nc) int32 the index of
+  each config's row per slot among them.
+
+  Configs repeat a few rows per op (6,437 distinct among the nlp graph's first 1,000 configs x 848
+  ops, against 3,695 per chunk of 32), so computing them once per call rather than per chunk
+  saves most of that work.
+  """
+  op = structure.node_sets["op"]
+  num_configs, num_slots = tf.shape(config_features)[0], tf.shape(config_features)[1]
+  slots = tf.cast(op["config_slot"], tf.int64)
+  op_of_slot = tf.math.unsorted_segment_max(tf.range(tf.shape(slots, tf.int64)[0]), slots, tf.cast(num_slots, tf.int64))
+  states, index = config_scorer.distinct_row_states(
+      tf.reshape(config_features, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]), tf.tile(op_of_slot, [num_configs]),
+      layout_model.row_op_inputs(op["feat"], op["opcode"]))
+  return states, tf.reshape(index, [num_configs, num_slots])
+
+
 class ServingModule(tf.Module):
   """The scorer behind both signatures. Tracks only the scorer's variables, not the Keras model,
   so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
@@ -207,37 +248,53 @@ class ServingModule(tf.Module):
 
     halves = layout_model.context_and_scores(scorer) if kind == "layout" else None
     # Pruning's sizes are data, so a pruning model's plain signature does not compile under XLA
-    # anyway, and its chunks take the serving path of ConfigScorer (each distinct config row once, a
-    # count XLA cannot compile either); without pruning the signature stays compilable.
+    # anyway: it computes each distinct config row once per block of chunks (a count XLA cannot
+    # compile either) and places rows by gathers; without pruning the signature stays compilable.
     serving = isinstance(preprocess, layout_preprocessing.Pruning)
 
     def chunked_scores(structure, config_features) -> tf.Tensor:
       """Scores of all configs, CONFIGS_PER_CALL[kind] at a time, joined to the once-preprocessed structure.
 
       A layout model in two halves (layout_model.context_and_scores) computes the graph's op
-      context once and scores each chunk against it. Every model call sees a chunk of one static
-      size (the last one filled up with copies of the last config, whose scores are dropped), so
-      the whole function also compiles under XLA for given input shapes (a compiler may
-      AOT-compile it).
+      context once and scores each chunk against it; serving, it also computes the states of the
+      distinct config rows once per block of chunks (distinct_row_states). Every model call sees
+      a chunk of one static size (the last one filled up with copies of the last config, whose
+      scores are dropped), so without pruning the whole function also compiles under XLA for
+      given input shapes (a compiler may AOT-compile it).
       """
       size = CONFIGS_PER_CALL[kind]
       total = tf.shape(config_features)[0]
       chunks = tf.maximum((total + size - 1) // size, 1)
-      if halves is not None:
-        context = halves.context(model_graph(structure))
-        score = lambda graph: halves.config_scorer((model_graph(graph), context), serving=serving)
-      else:
-        score = scored
-
-      def score_chunk(chunk, parts):
-        rows = tf.gather(config_features, tf.minimum(chunk * size + tf.range(size), total - 1))
-        return chunk + 1, parts.write(chunk, score(records.join(
-            kind, structure, records.chunk_from_arrays(kind, rows, chunk * size))))
-
       parts = tf.TensorArray(tf.float32, size=chunks, element_shape=[size])
-      _, parts = tf.while_loop(lambda chunk, _: chunk < chunks, score_chunk, (tf.constant(0), parts),
-                               parallel_iterations=1)  # one chunk alive at a time
-      return tf.reshape(parts.stack(), [-1])[:total]
+
+      def chunk_graph(positions):
+        return records.join(kind, structure, records.chunk_from_arrays(
+            kind, tf.gather(config_features, positions), positions[0]))
+
+      if halves is None:
+        return _joined_parts(_scored_chunks(0, chunks, size, total, parts, lambda positions: scored(
+            chunk_graph(positions))), total)
+      context = halves.context(model_graph(structure))
+      if not serving:
+        return _joined_parts(_scored_chunks(0, chunks, size, total, parts, lambda positions: halves.config_scorer(
+            (model_graph(chunk_graph(positions)), context))), total)
+      chunks_per_block = tf.maximum(DISTINCT_ROWS_PER_BLOCK // (size * tf.maximum(tf.shape(config_features)[1], 1)), 1)
+
+      def score_block(block, parts):
+        first, last = block * chunks_per_block, tf.minimum((block + 1) * chunks_per_block, chunks)
+        states, index = distinct_row_states(halves.config_scorer, model_graph(structure),
+                                            config_features[first * size:tf.minimum(last * size, total)])
+
+        def score(positions):
+          rows = tf.gather(states, tf.reshape(tf.gather(index, positions - first * size), [-1]))
+          return halves.config_scorer((model_graph(chunk_graph(positions)), context), serving=True, rows=rows)
+
+        return block + 1, _scored_chunks(first, last, size, total, parts, score)
+
+      blocks = (chunks + chunks_per_block - 1) // chunks_per_block
+      _, parts = tf.while_loop(lambda block, _: block < blocks, score_block, (tf.constant(0), parts),
+                               parallel_iterations=1)
+      return _joined_parts(parts, total)
 
     def score_arrays(*arrays):
       checked = checked_arrays(kind, dict(zip(plain_input_names(kind), arrays)))

@@ -306,8 +306,9 @@ class ConfigScorer(tf.keras.layers.Layer):
       inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
     return self._row(tf.concat(inputs, axis=-1))
 
-  def distinct_row_states(self, rows: tf.Tensor, op_of: tf.Tensor, ops: dict) -> tf.Tensor:
-    """row_states of rows (R, 18) of ops op_of (R,), each distinct (op, row) pair computed once.
+  def distinct_row_states(self, rows: tf.Tensor, op_of: tf.Tensor, ops: dict) -> tuple[tf.Tensor, tf.Tensor]:
+    """row_states of rows (R, 18) of ops op_of (R,), each distinct (op, row) pair computed once:
+    (D, units) states of the distinct pairs and (R,) int32 the index of every row's among them.
 
     Pairs are told apart by their exact bits, so the states equal row_states'. The number of
     distinct pairs is data, which XLA cannot compile: for callers that do not need XLA.
@@ -316,18 +317,18 @@ class ConfigScorer(tf.keras.layers.Layer):
     distinct, index = tf.raw_ops.UniqueV2(x=keys, axis=[0], out_idx=tf.int32)
     ops_of_distinct = {name: tf.gather(value, distinct[:, 0]) for name, value in ops.items()}
     distinct_rows = tf.ensure_shape(tf.bitcast(distinct[:, 1:], tf.float32), [None, rows.shape[-1]])
-    return tf.gather(self.row_states(distinct_rows, ops_of_distinct), index)
+    return self.row_states(distinct_rows, ops_of_distinct), index
 
-  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor], serving: bool = False) -> tf.Tensor:
-    """Scores (c,). serving: for callers that need neither XLA nor gradients (a pruning model's
-    SavedModel), each distinct config row's state computed once (`distinct_row_states`) and rows
+  def call(self, inputs: tuple[tfgnn.GraphTensor, tf.Tensor], serving: bool = False,
+           rows: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Scores (c,). rows: the states (N, units) of the graph's config rows (node_config_rows), if
+    the caller has them already (a pruning model's SavedModel computes each distinct row's once per
+    call, `distinct_row_states`). serving: for callers that need neither XLA nor gradients, rows
     placed at their ops by gathers (scatter_to_op_slots)."""
     graph, context = inputs
     ops = row_op_inputs(graph.node_sets["op"]["feat"], graph.node_sets["op"]["opcode"])
-    op_of = graph.edge_sets["configures"].adjacency.target
-    if serving:
-      rows = self.distinct_row_states(node_config_rows(graph), op_of, ops)
-    else:
+    if rows is None:
+      op_of = graph.edge_sets["configures"].adjacency.target
       rows = self.row_states(node_config_rows(graph), {name: tf.gather(value, op_of) for name, value in ops.items()})
     config_states = scatter_to_op_slots(graph, rows, by_gather=serving)  # (n, k, units)
     default_layout = ops["default_layout"]
