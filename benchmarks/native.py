@@ -4,7 +4,9 @@
   python benchmarks/native.py [--kinds tile,layout,module]   # writes benchmarks/results/native{,_layout,_module}.md
 
 * tile (native.md): the first 100 configs of the real sample's median-size kernel with at least
-  100 configs (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all 100;
+  100 configs (15 ops; the sample's tile kernels have 18 ops at the median), one call scoring all
+  100 (the library's kernel half and configs' half on two threads; also one thread,
+  TPU_GRAPHS_NUM_THREADS=1);
 * layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops,
   62 configurable) and the first 1,000 of the real 21,918-op nlp test graph (848 configurable),
   one call each; the SavedModel prunes the graph inside its graph, the AOT library on the host
@@ -60,6 +62,10 @@ WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank -
         "x86-64": "AOT library, its x86-64 code (`TPU_GRAPHS_CPU_LEVEL=x86-64`)",
         "x86-64-v3": "AOT library, its x86-64-v3 code, AVX2 (`TPU_GRAPHS_CPU_LEVEL=x86-64-v3`)",
         "x86-64-v4": "AOT library, its x86-64-v4 code, AVX-512 (`rank --mode=aot`: the CPU's newest)"}
+# The tile library's calls on their caller's thread alone, without the helper thread that computes
+# the configs' half beside the kernel's (native/library_threads.h).
+ONE_THREAD = {"name": "AOT library, the CPU's newest code, one thread (`TPU_GRAPHS_NUM_THREADS=1`)",
+              "environment": {"TPU_GRAPHS_NUM_THREADS": "1"}}
 NLP_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"
 NLP_CONFIGS = 1000
 
@@ -192,11 +198,12 @@ def measure_tile(temporary: pathlib.Path) -> None:
     tile[size]["library"] = {"compile_s": time.perf_counter() - start, "library_bytes": library.stat().st_size}
     for cpu in native_library.CPUS:
       tile[size][cpu] = measure("aot", model, tile_file, _CALLS.value, {"TPU_GRAPHS_CPU_LEVEL": cpu})
+    tile[size]["one_thread"] = measure("aot", model, tile_file, _CALLS.value, ONE_THREAD["environment"])
   tensorflow_bytes = sum((locations.REPOSITORY / ".venv" / "tensorflow" / name).stat().st_size
                          for name in ("libtensorflow_cc.so.2", "libtensorflow_framework.so.2"))
   rows = ["| tile model | way | per call (100 configs) | vs Python | peak RSS |", "|---|---|---:|---:|---:|"]
   for size, measured in tile.items():
-    for way, name in WAYS.items():
+    for way, name in {**WAYS, "one_thread": ONE_THREAD["name"]}.items():
       rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
                   f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
   rows += ["", "| size | bytes |", "|---|---:|"]
@@ -281,8 +288,7 @@ def measure_layout(temporary: pathlib.Path) -> None:
   ways = {f"today's model ({_PREVIOUS_COMMIT.value}): Python SavedModel (plain signature)": ("python", previous, {}),
           "this model: " + WAYS["python"]: ("python", model, {}), "this model: " + WAYS["capi"]: ("capi", model, {}),
           **{"this model: " + WAYS[cpu]: ("aot", model, {"TPU_GRAPHS_CPU_LEVEL": cpu}) for cpu in native_library.CPUS},
-          "this model: AOT library, the CPU's newest code, one thread (`TPU_GRAPHS_NUM_THREADS=1`)":
-          ("aot", model, {"TPU_GRAPHS_NUM_THREADS": "1"})}
+          "this model: " + ONE_THREAD["name"]: ("aot", model, ONE_THREAD["environment"])}
   rows = [f"| graph | way | per call | per config | vs today's Python | GFLOP/s (share of {peak / 1e9:,.0f}) "
           "| peak RSS |", "|---|---|---:|---:|---:|---:|---:|"]
   for graph_name, (path, configs, nodes) in graphs.items():

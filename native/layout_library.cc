@@ -15,8 +15,6 @@
 // the cores (one thread per core, each with its own buffers), in the code of the newest CPU level
 // this CPU runs.
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -35,6 +33,7 @@
 #include "hlo/library_ranking.h"
 #include "layout_pruning.h"
 #include "library_checks.h"
+#include "library_threads.h"
 #include "neighbour_tables.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
@@ -45,6 +44,7 @@ using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::ChosenCpuLevel;
 using tpu_graphs_library::Fail;
+using tpu_graphs_library::ThreadsWanted;
 
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
@@ -222,18 +222,8 @@ bool ComputeRowStates(const PrunedCall& call, DistinctRows* distinct, std::strin
   return true;
 }
 
-// How many threads score the chunks: one per core this process may run on (sched_getaffinity),
-// or TPU_GRAPHS_NUM_THREADS (e.g. 1 in a compiler that runs its own threads), at most `chunks`.
-int64_t ThreadsFor(int64_t chunks) {
-  int64_t threads = 0;
-  if (const char* wanted = std::getenv("TPU_GRAPHS_NUM_THREADS")) threads = std::atoll(wanted);
-  if (threads < 1) {
-    cpu_set_t cores;
-    threads = sched_getaffinity(0, sizeof(cores), &cores) == 0 ? CPU_COUNT(&cores)
-                                                                : std::thread::hardware_concurrency();
-  }
-  return std::max<int64_t>(1, std::min(threads, chunks));
-}
+// How many threads score the chunks: tpu_graphs_library::ThreadsWanted(), at most `chunks`.
+int64_t ThreadsFor(int64_t chunks) { return std::max<int64_t>(1, std::min(ThreadsWanted(), chunks)); }
 
 // Copies `values` into a program's buffer. An empty vector's data() may be null, which memcpy
 // takes from nowhere, even for 0 bytes: an empty vector copies nothing.

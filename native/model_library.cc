@@ -1,19 +1,28 @@
 // The C interface of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
-// one model, one class per size bucket (tpu_graphs/export/static_shapes.py) and CPU level. Compiled
-// per model by baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes
-// every class's header and defines TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name)
-// per level, oldest first, and TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) as X(LEVEL::class, nodes,
-// edges, configs) per bucket, smallest first. Calls run the newest level this CPU runs.
+// one model per size bucket (tpu_graphs/export/static_shapes.py) and CPU level. Compiled per model
+// by baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
+// class's header and defines TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per
+// level, oldest first, and per bucket, smallest first, either TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(X,
+// LEVEL) as X(LEVEL::kernel, LEVEL::configs, LEVEL::join, nodes, edges, configs) (a late-join
+// model: the kernel's half, the configs' half and their join, static_shapes.py's split buckets) or
+// TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) as X(LEVEL::class, nodes, edges, configs) (another model, one
+// class). Calls run the newest level this CPU runs; a split bucket's two halves run at once, the
+// configs' on the helper thread (library_threads.h: TaskBeside) where it is free.
 //
 // A compiled program cannot refuse its input, so the checks the SavedModel's plain signature makes
 // inside its graph (saved_model.checked_arrays) happen here, before any call.
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "hlo/library_ranking.h"
 #include "library_checks.h"
+#include "library_threads.h"
 #include "tpu_graphs_model.h"
 #include TPU_GRAPHS_BUCKETS_HEADER
 
@@ -24,9 +33,12 @@ using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::ChosenCpuLevel;
 using tpu_graphs_library::Fail;
 using tpu_graphs_library::FirstNonFinite;
+using tpu_graphs_library::TaskBeside;
 
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kConfigFeatures = 24;
+constexpr uintptr_t kAlignBytes = 64;  // what XLA's compiled programs may assume of a buffer
+constexpr int64_t kAlignFloats = kAlignBytes / sizeof(float);
 
 int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
                const int64_t* edge_index, int64_t num_configs, const float* config_feat, const float* scores,
@@ -88,6 +100,77 @@ int ScoreInBucket(int64_t configs, int64_t num_nodes, const float* node_feat, co
   return TPU_GRAPHS_OK;
 }
 
+// The configs' halves (`configs` rows of config_part each, `part` floats) of the chunks of
+// `configs` configs, taking chunk numbers from `next` until none is left, into `parts` (chunk i
+// at i * part), in this thread's own buffers. Returns an empty string, or why a program failed.
+template <class Configs>
+std::string ConfigHalves(int64_t configs, int64_t num_configs, const float* config_feat, int64_t part, float* parts,
+                         std::atomic<int64_t>* next) {
+  try {
+    thread_local Configs program;  // one set of buffers per thread, reused between calls
+    const int64_t chunks = (num_configs + configs - 1) / configs;
+    for (int64_t chunk = next->fetch_add(1); chunk < chunks; chunk = next->fetch_add(1)) {
+      const int64_t count = std::min(configs, num_configs - chunk * configs);
+      std::memcpy(program.arg_feed_config_feat_data(), config_feat + chunk * configs * kConfigFeatures,
+                  sizeof(float) * count * kConfigFeatures);
+      if (!program.Run()) return program.error_msg();
+      std::memcpy(parts + chunk * part, program.result_fetch_config_part_data(), sizeof(float) * part);
+    }
+    return "";
+  } catch (const std::exception& failure) {  // std::bad_alloc of the program's buffers
+    return failure.what();
+  }
+}
+
+// Scores in a split bucket: the kernel's half on this thread while the helper thread computes the
+// configs' halves chunk by chunk (this thread takes the chunks left when its half is done, all of
+// them without a free helper), then each chunk's join here. Rows past the counts are left as they
+// are: the programs mask them.
+template <class Kernel, class Configs, class Join>
+int ScoreInSplitBucket(int64_t configs, int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
+                       int64_t num_edges, const int64_t* edge_index, int64_t num_configs, const float* config_feat,
+                       float* scores, char* message, size_t message_size) {
+  if (num_configs == 0) return TPU_GRAPHS_OK;
+  thread_local Kernel kernel;
+  thread_local Join join;
+  thread_local std::vector<float> parts;
+  const int64_t part = join.arg_feed_config_part_count();
+  parts.resize((num_configs + configs - 1) / configs * part + kAlignFloats);
+  // The join reads each chunk's part where it lies, so each starts at XLA's alignment for buffers
+  // (part is a multiple of it); the helper thread has its own `parts` and gets the pointer.
+  float* const parts_data = reinterpret_cast<float*>(
+      (reinterpret_cast<uintptr_t>(parts.data()) + kAlignBytes - 1) / kAlignBytes * kAlignBytes);
+  std::atomic<int64_t> next{0};
+  std::string helper_error;
+  TaskBeside beside([&, parts_data] {
+    helper_error = ConfigHalves<Configs>(configs, num_configs, config_feat, part, parts_data, &next);
+  });
+  std::memcpy(kernel.arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
+  std::memcpy(kernel.arg_feed_node_opcode_data(), node_opcode, num_nodes);
+  if (num_edges > 0) std::memcpy(kernel.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
+  *kernel.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
+  *kernel.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  const bool kernel_ran = kernel.Run();
+  const std::string own_error = ConfigHalves<Configs>(configs, num_configs, config_feat, part, parts_data, &next);
+  beside.Wait();
+  const std::string& error = !kernel_ran ? kernel.error_msg() : !own_error.empty() ? own_error : helper_error;
+  if (!error.empty()) {
+    return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s", error.c_str());
+  }
+  join.set_arg_feed_kernel_part_data(kernel.result_fetch_kernel_part_data());
+  for (int64_t start = 0; start < num_configs; start += configs) {
+    const int64_t count = std::min(configs, num_configs - start);
+    join.set_arg_feed_config_part_data(parts_data + start / configs * part);
+    *join.arg_feed_num_configs_data() = static_cast<int32_t>(count);
+    if (!join.Run()) {
+      return Fail(TPU_GRAPHS_RUN_FAILED, message, message_size, "the compiled program failed: %s",
+                  join.error_msg().c_str());
+    }
+    std::memcpy(scores + start, join.result_fetch_scores_data(), sizeof(float) * count);
+  }
+  return TPU_GRAPHS_OK;
+}
+
 // Scores a kernel in the smallest bucket of one CPU level's classes it fits; -1 if none.
 using LevelScorer = int (*)(int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,
                             const int64_t* edge_index, int64_t num_configs, const float* config_feat, float* scores,
@@ -98,11 +181,22 @@ using LevelScorer = int (*)(int64_t num_nodes, const float* node_feat, const uin
     return ScoreInBucket<Model>(configs, num_nodes, node_feat, node_opcode, num_edges, edge_index, num_configs, \
                                 config_feat, scores, message, message_size);                                   \
   }
+#define TPU_GRAPHS_TRY_SPLIT_BUCKET(Kernel, Configs, Join, nodes, edges, configs)                               \
+  if (num_nodes <= nodes && num_edges <= edges) {                                                              \
+    return ScoreInSplitBucket<Kernel, Configs, Join>(configs, num_nodes, node_feat, node_opcode, num_edges,     \
+                                                     edge_index, num_configs, config_feat, scores, message,     \
+                                                     message_size);                                             \
+  }
+#ifdef TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET
+#define TPU_GRAPHS_TRY_BUCKETS(LEVEL) TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(TPU_GRAPHS_TRY_SPLIT_BUCKET, LEVEL)
+#else
+#define TPU_GRAPHS_TRY_BUCKETS(LEVEL) TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_TRY_BUCKET, LEVEL)
+#endif
 #define TPU_GRAPHS_LEVEL_SCORER(LEVEL, name)                                                                        \
   [](int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode, int64_t num_edges,                    \
      const int64_t* edge_index, int64_t num_configs, const float* config_feat, float* scores, char* message,        \
      size_t message_size) -> int {                                                                                 \
-    TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_TRY_BUCKET, LEVEL)                                                        \
+    TPU_GRAPHS_TRY_BUCKETS(LEVEL)                                                                                   \
     return -1;                                                                                                      \
   },
 const LevelScorer kLevelScorers[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_SCORER)};
@@ -110,13 +204,20 @@ const LevelScorer kLevelScorers[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LE
 const char* const kLevelNames[] = {TPU_GRAPHS_FOR_EACH_CPU_LEVEL(TPU_GRAPHS_LEVEL_NAME)};
 #undef TPU_GRAPHS_LEVEL_NAME
 #undef TPU_GRAPHS_LEVEL_SCORER
+#undef TPU_GRAPHS_TRY_BUCKETS
+#undef TPU_GRAPHS_TRY_SPLIT_BUCKET
 #undef TPU_GRAPHS_TRY_BUCKET
 
 }  // namespace
 
 extern "C" void tpu_graphs_tile_limits(int64_t* max_nodes, int64_t* max_edges) {
+#ifdef TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET
+#define TPU_GRAPHS_LIMITS(Kernel, Configs, Join, nodes, edges, configs) *max_nodes = nodes, *max_edges = edges;
+  TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(TPU_GRAPHS_LIMITS, any_level)
+#else
 #define TPU_GRAPHS_LIMITS(Model, nodes, edges, configs) *max_nodes = nodes, *max_edges = edges;
   TPU_GRAPHS_FOR_EACH_BUCKET(TPU_GRAPHS_LIMITS, any_level)
+#endif
 #undef TPU_GRAPHS_LIMITS
 }
 

@@ -34,6 +34,7 @@ import shared_fixtures
 from tpu_graphs.data import graphs, locations, npz
 from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
+from tpu_graphs.models import tile_model
 from tpu_graphs.train import run_directory
 
 REAL_TILE_FILES = ("npz/tile/xla/valid/inception_v3_batch_128_train_426e203f19335d17.npz",
@@ -97,6 +98,19 @@ def test_both_modes_rank_real_tile_files_as_the_python_saved_model(tile_export, 
   _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_compiled_tile_library_ranks_as_the_python_saved_model_with_and_without_its_helper_thread(
+    tile_export, threads, tmp_path):
+  """One thread: a call's programs all run on it; two: the helper thread takes chunks of configs'
+  halves while the caller runs the kernel's half (a real kernel of many chunks of 128 configs)."""
+  path = sample_data.require_sample(REAL_TILE_FILES[2])
+  graph = npz.read_graph(path)
+  assert graph.config_feat.shape[0] > 4 * static_shapes.CONFIGS_PER_CALL
+  result = _rank("aot", tile_export, path, tmp_path / "best.json", {"TPU_GRAPHS_NUM_THREADS": threads})
+  assert result.returncode == 0, result.stderr
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
+
+
 def test_an_export_without_static_signatures_outside_a_run_directory_is_refused_naming_config_json(tmp_path):
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=16, layers=1)  # <tmp_path>/tile: no config.json
   with pytest.raises(run_directory.RunDirectoryError, match=f"{tmp_path / 'config.json'}: not found"):
@@ -136,7 +150,24 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
   assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
                       "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
+  assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.SPLIT_TILE_BUCKETS]
+
+
+def test_an_early_join_model_compiles_in_whole_buckets_and_ranks_as_its_saved_model(tmp_path):
+  # Only a late-join model splits into halves; any other tile model is one program per bucket.
+  tf.keras.utils.set_random_seed(0)
+  scorer = tile_model.build_tile_model(saved_model.model_input_spec("tile"), "early", units=8, num_layers=1)
+  export_dir = tmp_path / "export"
+  saved_model.export(scorer, "tile", export_dir, static_signatures=True)
+  native_library.compile_model_library(export_dir, bazel_outputs.built("native/libxla_aot_runtime.a").parent,
+                                       cpus=["x86-64"])
+  compiled = json.loads((export_dir / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
+  path = sample_data.require_sample(REAL_TILE_FILES[0])
+  result = _rank("aot", export_dir, path, tmp_path / "best.json")
+  assert result.returncode == 0, result.stderr
+  graph = npz.read_graph(path)
+  _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(export_dir, graph))
 
 
 @pytest.fixture(scope="module")

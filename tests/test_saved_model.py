@@ -80,7 +80,9 @@ def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_on
   loaded = tile_export
   assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
   assert set(tile_static_export.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
-                                                *(bucket.signature_name for bucket in static_shapes.TILE_BUCKETS)}
+                                                *(bucket.signature_name for bucket in static_shapes.SPLIT_TILE_BUCKETS),
+                                                static_shapes.SPLIT_TILE_BUCKETS[0].configs_signature_name,
+                                                static_shapes.SPLIT_TILE_BUCKETS[0].join_signature_name}
   inputs = loaded.signatures[saved_model.PLAIN_SIGNATURE].structured_input_signature[1]
   assert {name: spec.dtype for name, spec in inputs.items()} == {
       "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
@@ -94,7 +96,7 @@ def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_fill
     graph = npz.read_graph(sample_data.require_sample(relative))
     configs = min(graph.config_feat.shape[0], static_shapes.CONFIGS_PER_CALL)
     nodes, edges = graph.node_feat.shape[0], graph.edge_index.shape[0]
-    bucket = next(b for b in static_shapes.TILE_BUCKETS if nodes <= b.nodes and edges <= b.edges)
+    bucket = next(b for b in static_shapes.SPLIT_TILE_BUCKETS if nodes <= b.nodes and edges <= b.edges)
     padded = {  # filler rows of noise and edges naming real ops: the real component must not read them
         "node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
         "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
@@ -103,8 +105,12 @@ def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_fill
     for name, rows in (("node_feat", graph.node_feat), ("node_opcode", graph.node_opcode),
                        ("edge_index", graph.edge_index), ("config_feat", graph.config_feat[:configs])):
       padded[name][:len(rows)] = rows
-    static = loaded.signatures[bucket.signature_name](
-        **padded, num_nodes=np.int32(nodes), num_edges=np.int32(edges), num_configs=np.int32(configs))["scores"]
+    kernel_part = loaded.signatures[bucket.signature_name](
+        node_feat=padded["node_feat"], node_opcode=padded["node_opcode"], edge_index=padded["edge_index"],
+        num_nodes=np.int32(nodes), num_edges=np.int32(edges))["kernel_part"]
+    config_part = loaded.signatures[bucket.configs_signature_name](config_feat=padded["config_feat"])["config_part"]
+    static = loaded.signatures[bucket.join_signature_name](
+        kernel_part=kernel_part, config_part=config_part, num_configs=np.int32(configs))["scores"]
     plain = loaded.signatures[saved_model.PLAIN_SIGNATURE](
         node_feat=graph.node_feat, node_opcode=graph.node_opcode, edge_index=graph.edge_index,
         config_feat=graph.config_feat[:configs])["scores"]

@@ -1,6 +1,7 @@
-"""Static tile signatures (static_shapes.bucket_scores): a late-join model's layers arranged for AOT
-compilation score a real kernel as the model does on its GraphTensor, whatever the padding holds;
-other models fall back to the model on the padded GraphTensor."""
+"""Static tile signatures: a late-join model's layers arranged for AOT compilation
+(static_tile_scores: the kernel's half, the configs' half, their join) score a real kernel as the
+model does on its GraphTensor, whatever the padding holds; other models are run on the padded
+GraphTensor (static_shapes.padded_tile_graph)."""
 
 import sys
 
@@ -34,16 +35,24 @@ def _padded_arrays(graph: graphs.TileGraph, bucket: static_shapes.Bucket, config
 
 
 @pytest.mark.parametrize("join,backbone", [("late", "sage"), ("late", "residual_gcn"), ("early", "sage")])
-def test_bucket_scores_equal_the_model_on_its_graph_tensor(join, backbone):
+def test_static_scores_equal_the_model_on_its_graph_tensor(join, backbone):
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILE))
   tf.keras.utils.set_random_seed(0)
   model = tile_model.build_tile_model(saved_model.model_input_spec("tile"), join, backbone, units=16, num_layers=2)
   configs = 100
-  arrays = _padded_arrays(graph, static_shapes.TILE_BUCKETS[0], configs)
-  arranged = static_tile_scores.late_join_scores(model, *arrays)
-  assert (arranged is not None) == (join == "late")  # early join falls back to the GraphTensor
-  score_graph = lambda graph: model(xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE))
-  scores = static_shapes.bucket_scores(model, score_graph, *arrays).numpy()
+  node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges, num_configs = _padded_arrays(
+      graph, static_shapes.TILE_BUCKETS[0], configs)
+  layers = static_tile_scores.late_join_layers(model)
+  assert (layers is not None) == (join == "late")  # early join runs on the GraphTensor
+  if layers is not None:
+    scores = static_tile_scores.joined_scores(
+        layers, static_tile_scores.kernel_part(layers, node_feat, node_opcode, edge_index, num_nodes, num_edges),
+        static_tile_scores.config_part(layers, config_feat), num_configs).numpy()
+    assert np.all(scores[configs:] == 0)
+  else:
+    scores = model(xla.model_features(static_shapes.padded_tile_graph(
+        node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges, num_configs)).with_indices_dtype(
+            inputs.INDICES_DTYPE)).numpy()
   structure = records.structure_from_arrays("tile", graph.node_feat, graph.node_opcode, graph.edge_index, None)
   expected = model(records.join("tile", structure, records.chunk_from_arrays(
       "tile", tf.constant(graph.config_feat[:configs]), 0)).with_indices_dtype(inputs.INDICES_DTYPE)).numpy()

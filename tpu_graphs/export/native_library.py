@@ -62,7 +62,6 @@ NATIVE_DIR_NAME = "native"
 # 512 bits wide, which made the default layout model's calls 1.4x as fast on this project's
 # AVX-512 machine (AMD Zen 5, benchmarks/results/native_layout.md).
 CPUS = {"x86-64": ("", ""), "x86-64-v3": ("haswell", ""), "x86-64-v4": ("x86-64-v4", "-prefer-256-bit")}
-_SIGNATURE = re.compile(r"static_tile_n(\d+)_e(\d+)_c(\d+)")
 # Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
 # a compiler that links its own XLA does not clash with them.
 _EXPORTED_SYMBOLS = "{ global: tpu_graphs_*; local: *; };\n"
@@ -81,13 +80,13 @@ def static_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
   """The static signatures of a SavedModel (tile or layout), smallest first; [] where it has none."""
   from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
   names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
-  buckets = [static_shapes.Bucket(*map(int, match.groups())) for match in map(_SIGNATURE.fullmatch, names) if match]
+  buckets = [bucket for bucket in map(static_shapes.Bucket.from_signature_name, names) if bucket]
   buckets += [bucket for bucket in map(static_layout.LayoutBucket.from_signature_name, names) if bucket]
   return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
 
 
 def _refuse_unprunable(model: str) -> errors.InputError:
-  return errors.InputError(f"{model}: no static signatures (static_tile_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
+  return errors.InputError(f"{model}: no static signatures (static_tile[_kernel]_n*_e*_c*, static_layout_h*_n*_e*_k*_c*): "
                            "only tile models and layout models in two halves that prune their graphs (prune_hops "
                            "set, no segments) compile to a native library; others are served through the C API "
                            "(native/rank --mode=capi)")
@@ -98,13 +97,18 @@ def _is_layout(buckets: list[Bucket]) -> bool:
 
 
 def _classes(bucket: Bucket) -> list[tuple[str, str]]:
-  """(signature, C++ class) of each compiled program a bucket calls: a tile bucket's one; a layout
+  """(signature, C++ class) of each compiled program a bucket calls: a tile bucket's one, or a
+  split one's kernel half, configs half and join (the last two every bucket's the same); a layout
   bucket's context, the rows program (every bucket's the same) and its chunk."""
   if isinstance(bucket, static_layout.LayoutBucket):
     graph = f"H{bucket.hops}N{bucket.nodes}E{bucket.edges}"
     return [(bucket.context_signature_name, f"LayoutContext{graph}"),
             (bucket.rows_signature_name, f"LayoutRowsH{bucket.hops}"),
             (bucket.signature_name, f"LayoutChunk{graph}K{bucket.configurable}C{bucket.configs}")]
+  if bucket.split:
+    return [(bucket.signature_name, f"TileKernelN{bucket.nodes}E{bucket.edges}"),
+            (bucket.configs_signature_name, f"TileConfigsC{bucket.configs}"),
+            (bucket.join_signature_name, f"TileJoinC{bucket.configs}")]
   return [(bucket.signature_name, f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}")]
 
 
@@ -232,15 +236,18 @@ def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib
 def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
   """What model_library.cc (tile) or layout_library.cc includes: every level's class headers;
   TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first; and
-  TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) (tile: X(LEVEL::class, sizes...)) or
-  TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) (X(LEVEL::context class, LEVEL::rows class,
-  LEVEL::chunk class, sizes...))."""
+  TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) (tile: X(LEVEL::class, nodes, edges, configs)),
+  TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(X, LEVEL) (X(LEVEL::kernel class, LEVEL::configs class,
+  LEVEL::join class, nodes, edges, configs)) or TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL)
+  (X(LEVEL::context class, LEVEL::rows class, LEVEL::chunk class, sizes...))."""
   includes = "".join(f'#include "aot/{_namespace(cpu)}/{class_name}.h"\n'
                      for cpu in cpus for _, class_name in _programs(buckets))
   levels = " ".join(f'X(tpu_graphs_native::{_namespace(cpu)}, "{cpu}")' for cpu in cpus)
+  sizes = lambda b: dataclasses.astuple(b) if _is_layout(buckets) else (b.nodes, b.edges, b.configs)
   entries = " ".join(f"X({', '.join(f'LEVEL::{name}' for _, name in _classes(b))}, "
-                     f"{', '.join(map(str, dataclasses.astuple(b)))})" for b in buckets)
-  macro = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else "TPU_GRAPHS_FOR_EACH_BUCKET"
+                     f"{', '.join(map(str, sizes(b)))})" for b in buckets)
+  macro = ("TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else
+           "TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET" if buckets[0].split else "TPU_GRAPHS_FOR_EACH_BUCKET")
   tables = (f"#define TPU_GRAPHS_NEIGHBOUR_SLOTS {static_layout.NEIGHBOUR_SLOTS}\n"
             f"#define TPU_GRAPHS_HUB_ROWS {static_layout.HUB_ROWS}\n"
             f"#define TPU_GRAPHS_ROWS_PER_CALL {static_layout.ROWS_PER_CALL}\n") if _is_layout(buckets) else ""

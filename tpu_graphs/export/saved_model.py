@@ -23,9 +23,10 @@ lengths disagree (node_opcode and node_feat, node_config_ids and node_config_fea
 range, no or repeated configurable nodes, and layout values that are no dimension index.
 
 An export made for a native library (`static_signatures`, which native_library.py asks for) also
-holds the static-shape signatures XLA compiles ahead of time: static_shapes.py (tile),
-static_layout.py (layout models that prune). Tracing them costs seconds per export (a layout
-model's four about 5 CPU-seconds, doubling its export), so training runs leave them out.
+holds the static-shape signatures XLA compiles ahead of time: static_shapes.py (tile; a late-join
+model's in three parts, static_tile_scores.py), static_layout.py (layout models that prune).
+Tracing them costs seconds per export (a layout model's four about 5 CPU-seconds, doubling its
+export), so training runs leave them out.
 
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
@@ -45,7 +46,7 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
-from tpu_graphs.export import static_layout, static_layout_scores, static_shapes
+from tpu_graphs.export import static_layout, static_layout_scores, static_shapes, static_tile_scores
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import inputs, run_directory, run_experiment, tasks, xla
 
@@ -310,14 +311,28 @@ class ServingModule(tf.Module):
         lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
             records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
-    # Static shapes for XLA AOT, if asked: tile kernels as they are (static_shapes.py); layout graphs
+    # Static shapes for XLA AOT, if asked: tile kernels as they are (static_shapes.py: a late-join
+    # model's kernel half per bucket, its configs half and join once; another model whole); layout graphs
     # only as the host prunes them, in two halves (static_layout.py), so only for a two-half model
     # that prunes with layout_preprocessing.Pruning.
     self.static_functions = {}
-    if static_signatures and kind == "tile":
+    late_join = static_tile_scores.late_join_layers(scorer) if kind == "tile" else None
+    if static_signatures and late_join is not None:
+      buckets = static_shapes.SPLIT_TILE_BUCKETS
+      for bucket in buckets:
+        self.static_functions[bucket.signature_name] = tf.function(
+            lambda *arrays: {"kernel_part": static_tile_scores.kernel_part(late_join, *arrays)},
+            input_signature=static_shapes.kernel_input_specs(bucket))
+      self.static_functions[buckets[0].configs_signature_name] = tf.function(
+          lambda config_feat: {"config_part": static_tile_scores.config_part(late_join, config_feat)},
+          input_signature=static_shapes.configs_input_specs(buckets[0]))
+      self.static_functions[buckets[0].join_signature_name] = tf.function(
+          lambda *parts: {"scores": static_tile_scores.joined_scores(late_join, *parts)},
+          input_signature=static_shapes.join_input_specs(buckets[0], late_join.readout.units))
+    elif static_signatures and kind == "tile":
       for bucket in static_shapes.TILE_BUCKETS:
         self.static_functions[bucket.signature_name] = tf.function(
-            lambda *arrays: {"scores": static_shapes.bucket_scores(scorer, scored, *arrays)},
+            lambda *arrays: {"scores": scored(static_shapes.padded_tile_graph(*arrays))},
             input_signature=static_shapes.input_specs(bucket))
     if static_signatures and halves is not None and isinstance(preprocess, layout_preprocessing.Pruning):
       op_context, config_scorer = halves.context, halves.config_scorer

@@ -10,11 +10,19 @@ bucket's rows, with the real counts beside them:
 
 A late-join model (the default) runs its layers on the arrays directly, arranged for one small
 kernel, with the rows past the counts masked (static_tile_scores.py: half the arithmetic or
-less). Any other model gets the rows past the counts as a second graph component, as TF-GNN pads
-a training batch for a TPU (tpu_graphs/train/padding.py): filler ops, filler edges joining filler
-ops only, filler configs; the real component never reads them (pooling, broadcasting and message
-passing stay within a component). Either way the scores equal the plain signature's, and filler
-rows may hold anything.
+less), and in three programs rather than one (a *split* bucket), so that a caller can run the
+kernel's half and the configs' half at once on two cores (native/model_library.cc):
+
+    kernel:  node_feat, node_opcode, edge_index, num_nodes, num_edges -> kernel_part (units,)
+             float32, per bucket of ops and edges;
+    configs: config_feat (C, 24) -> config_part (C, units) float32, one for all buckets;
+    join:    kernel_part, config_part, num_configs -> scores (C,), one for all buckets.
+
+Any other model is one program per bucket, which gets the rows past the counts as a second graph
+component, as TF-GNN pads a training batch for a TPU (tpu_graphs/train/padding.py): filler ops,
+filler edges joining filler ops only, filler configs; the real component never reads them
+(pooling, broadcasting and message passing stay within a component). Either way the scores equal
+the plain signature's, and filler rows may hold anything.
 
 The signature checks nothing: a compiled program cannot refuse its input, so the caller checks
 counts, ids and finiteness before the call (native/model_library.cc does, as the plain signature's
@@ -32,53 +40,89 @@ the buckets double up to 128 ops (the sample's 2, 15, 21, 52 and 65-op kernels l
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+import re
+from typing import Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs
-from tpu_graphs.export import static_tile_scores
+
+
+_SIGNATURE = re.compile(r"static_tile(_kernel)?_n(\d+)_e(\d+)_c(\d+)")
 
 
 @dataclasses.dataclass(frozen=True)
 class Bucket:
-  """Padded sizes of one static signature: N ops, E edges, C configs per call."""
+  """Padded sizes of one bucket: N ops, E edges, C configs per call; `split`: a late-join model's
+  three programs (see the module docstring), else one."""
   nodes: int
   edges: int
   configs: int
+  split: bool = False
 
   @property
   def signature_name(self) -> str:
-    return f"static_tile_n{self.nodes}_e{self.edges}_c{self.configs}"
+    """The name of the bucket's own signature: the whole program's, or a split bucket's kernel half's."""
+    return f"static_tile{'_kernel' if self.split else ''}_n{self.nodes}_e{self.edges}_c{self.configs}"
+
+  @property
+  def configs_signature_name(self) -> str:
+    """A split bucket's configs half, the same for every bucket of a model."""
+    return f"static_tile_configs_c{self.configs}"
+
+  @property
+  def join_signature_name(self) -> str:
+    """A split bucket's join, the same for every bucket of a model."""
+    return f"static_tile_join_c{self.configs}"
+
+  @classmethod
+  def from_signature_name(cls, name: str) -> Optional["Bucket"]:
+    """The bucket a whole or kernel signature's name describes, or None for another signature."""
+    match = _SIGNATURE.fullmatch(name)
+    return cls(*map(int, match.groups()[1:]), split=match.group(1) is not None) if match else None
 
 
 CONFIGS_PER_CALL = 128
 TILE_BUCKETS = tuple(Bucket(nodes, 2 * nodes, CONFIGS_PER_CALL) for nodes in (16, 32, 64, 128, 512))
+SPLIT_TILE_BUCKETS = tuple(dataclasses.replace(bucket, split=True) for bucket in TILE_BUCKETS)
 COUNT_NAMES = ("num_nodes", "num_edges", "num_configs")
 
 
+def _config_spec(bucket: Bucket) -> tf.TensorSpec:
+  return tf.TensorSpec([bucket.configs, graphs.TILE_CONFIG_FEATURE_WIDTH], tf.float32, "config_feat")
+
+
 def input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
-  """The static signature's inputs, in argument order."""
+  """The whole program's inputs, in argument order."""
   return (tf.TensorSpec([bucket.nodes, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
           tf.TensorSpec([bucket.nodes], tf.uint8, "node_opcode"),
           tf.TensorSpec([bucket.edges, 2], tf.int64, "edge_index"),
-          tf.TensorSpec([bucket.configs, graphs.TILE_CONFIG_FEATURE_WIDTH], tf.float32, "config_feat"),
+          _config_spec(bucket),
           *(tf.TensorSpec([], tf.int32, name) for name in COUNT_NAMES))
+
+
+def kernel_input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
+  """A split bucket's kernel half's inputs, in argument order."""
+  return (*input_specs(bucket)[:3], *(tf.TensorSpec([], tf.int32, name) for name in COUNT_NAMES[:2]))
+
+
+def configs_input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
+  """A split bucket's configs half's inputs."""
+  return (_config_spec(bucket),)
+
+
+def join_input_specs(bucket: Bucket, units: int) -> tuple[tf.TensorSpec, ...]:
+  """A split bucket's join's inputs: the two halves' outputs and the count of real configs."""
+  return (tf.TensorSpec([units], tf.float32, "kernel_part"),
+          tf.TensorSpec([bucket.configs, units], tf.float32, "config_part"),
+          tf.TensorSpec([], tf.int32, "num_configs"))
 
 
 def _split(count: tf.Tensor, total: int) -> tf.Tensor:
   """(2,) int64 component sizes: the real `count` rows, then the filler rows."""
   count = tf.cast(count, tf.int64)
   return tf.stack([count, total - count])
-
-
-def bucket_scores(scorer: tf.keras.Model, score_graph: Callable[[tfgnn.GraphTensor], tf.Tensor], *arrays) -> tf.Tensor:
-  """(C,) scores of a bucket's arrays (input_specs order) by a tile model: for a late-join model,
-  its layers on the arrays arranged for a small dense kernel (static_tile_scores.py); for another
-  model, `score_graph` (GraphTensor -> scores, the plain signature's) on `padded_tile_graph`."""
-  arranged = static_tile_scores.late_join_scores(scorer, *arrays)
-  return arranged if arranged is not None else score_graph(padded_tile_graph(*arrays))
 
 
 def padded_tile_graph(node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges,

@@ -8,19 +8,25 @@ them) run on the kernel's arrays with the arithmetic arranged for one small kern
 
 * messages before the gather: a SimpleConv's message function works row by row, so it runs
   once per op (N rows) and its result is gathered to the edges, instead of once per edge;
-* the readout's kernel half once per kernel, not per config (TileReadout.late_join_scores);
+* the readout's kernel half once per kernel, not per config (TileReadout.kernel_part), and
+  apart from the configs' half, so that a caller can run the two at once (static_shapes.py's
+  split buckets: `kernel_part`, `config_part`, `joined_scores`);
 * padding masked, not a filler component: filler edges pool into a row that is cut off, filler
-  ops are zeroed and left out of the kernel's mean.
+  ops are zeroed and left out of the kernel's mean;
+* op features log-scaled as log(1 + |x|) rather than log1p(|x|) (gnn.log_scaled's exact_log),
+  which XLA compiles with a division per value: a tenth of the kernel's half on the benchmark's
+  kernel, for a difference of float rounding.
 
 For the 15-op kernel of benchmarks/native.py in a 16-op bucket, that is 2.1 million
 multiply-adds per call of 128 configs instead of 4.6 million in the 32-op bucket before.
-Scores equal the model's up to the order of float additions (tests/test_saved_model.py).
-`late_join_scores` returns None for other models (early join, an unknown layer); static_shapes
-then runs the model on the GraphTensor.
+Scores equal the model's up to the order of float additions (tests/test_static_tile_scores.py).
+`late_join_layers` returns None for other models (early join, an unknown layer), which the export
+compiles on the padded GraphTensor instead (static_shapes.padded_tile_graph), as one program.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import tensorflow as tf
@@ -69,12 +75,16 @@ def _mean_poolings(edge_index: tf.Tensor, real: tf.Tensor, nodes: int) -> dict:
           gnn.REVERSED_EDGE_SET: pooling(edge_index[:, 1], edge_index[:, 0])}
 
 
-def late_join_scores(model: tf.keras.Model, node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges,
-                     num_configs) -> Optional[tf.Tensor]:
-  """(C,) scores of a static signature's arrays (static_shapes.input_specs) by a late-join tile
-  model (tile_model.build_tile_model), 0 past num_configs; None for a model of another
-  structure. Filler rows may hold anything, NaN included; the ids of real edges must name real
-  ops (the caller checks)."""
+@dataclasses.dataclass(frozen=True)
+class LateJoinLayers:
+  """A late-join tile model's layers, called here as the model calls them."""
+  encoder: tile_model.TileEncoder
+  updates: list  # per GraphUpdate: ({edge set: message function}, next-state layer)
+  readout: tile_model.TileReadout
+
+
+def late_join_layers(model: tf.keras.Model) -> Optional[LateJoinLayers]:
+  """The layers of a late-join tile model (tile_model.build_tile_model); None for a model of another structure."""
   layers = [layer for layer in model.layers if not isinstance(layer, (tf.keras.layers.InputLayer, gnn.AddReversedEdges))]
   if len(layers) < 2:
     return None
@@ -82,15 +92,32 @@ def late_join_scores(model: tf.keras.Model, node_feat, node_opcode, edge_index, 
   if (not isinstance(encoder, tile_model.TileEncoder) or encoder.join != "late" or None in updates
       or not isinstance(readout, tile_model.TileReadout) or readout.join != "late"):
     return None
+  return LateJoinLayers(encoder, updates, readout)
+
+
+def kernel_part(layers: LateJoinLayers, node_feat, node_opcode, edge_index, num_nodes, num_edges) -> tf.Tensor:
+  """(units,) the kernel's share of the readout's hidden layer (TileReadout.kernel_part) from a
+  bucket's padded arrays (static_shapes.kernel_input_specs). Filler rows may hold anything, NaN
+  included; the ids of real edges must name real ops (the caller checks)."""
   nodes, edges = node_feat.shape[0], edge_index.shape[0]
   real_op = tf.range(nodes) < num_nodes
-  real_edge = tf.range(edges) < num_edges
-  mean_poolings = _mean_poolings(edge_index, real_edge, nodes)
-  states = encoder.encode_ops(tf.cast(node_opcode, tf.int64), tf.where(real_op[:, tf.newaxis], node_feat, 0.0))
-  for message_fns, next_state in updates:
+  mean_poolings = _mean_poolings(edge_index, tf.range(edges) < num_edges, nodes)
+  states = layers.encoder.encode_ops(tf.cast(node_opcode, tf.int64), tf.where(real_op[:, tf.newaxis], node_feat, 0.0),
+                                     exact_log=False)
+  for message_fns, next_state in layers.updates:
     pooled = {edge_set: mean_poolings[edge_set](message_fn(states))  # message per op, then gathered
               for edge_set, message_fn in sorted(message_fns.items())}
     states = next_state((states, pooled, {}))  # what NodeSetUpdate passes: state, edge inputs, context
   kernel_state = tf.reduce_sum(tf.where(real_op[:, tf.newaxis], states, 0.0), axis=0) / tf.cast(num_nodes, tf.float32)
-  scores = readout.late_join_scores(kernel_state, encoder.encode_configs(config_feat))
-  return tf.where(tf.range(config_feat.shape[0]) < num_configs, scores, 0.0)  # filler configs: 0, not noise
+  return layers.readout.kernel_part(kernel_state)
+
+
+def config_part(layers: LateJoinLayers, config_feat) -> tf.Tensor:
+  """(C, units) the configs' share of the readout's hidden layer (TileReadout.config_part)."""
+  return layers.readout.config_part(layers.encoder.encode_configs(config_feat))
+
+
+def joined_scores(layers: LateJoinLayers, kernel_part_, config_part_, num_configs) -> tf.Tensor:
+  """(C,) scores of the two shares, 0 past num_configs (filler configs: 0, not noise)."""
+  scores = layers.readout.scores_of_parts(kernel_part_, config_part_)
+  return tf.where(tf.range(config_part_.shape[0]) < num_configs, scores, 0.0)

@@ -19,9 +19,14 @@ REVERSED_EDGE_SET = "fed_by"
 BACKBONES = ("sage", "residual_gcn")
 
 
-def log_scaled(values: tf.Tensor) -> tf.Tensor:
-  """sign(x) * log(1 + |x|): node and config features span many orders of magnitude."""
-  return tf.sign(values) * tf.math.log1p(tf.abs(values))
+def log_scaled(values: tf.Tensor, exact_log: bool = True) -> tf.Tensor:
+  """sign(x) * log(1 + |x|): node and config features span many orders of magnitude.
+
+  exact_log=False takes the log of 1 + |x| instead of log1p(|x|), which XLA compiles with a
+  division per value; the two differ by float rounding (for |x| below float epsilon, log(1 + |x|)
+  is 0 where log1p gives |x|). For ahead-of-time compiled scoring (static_tile_scores.py), not
+  for training."""
+  return tf.sign(values) * (tf.math.log1p(tf.abs(values)) if exact_log else tf.math.log(1.0 + tf.abs(values)))
 
 
 class AddReversedEdges(tf.keras.layers.Layer):
@@ -54,10 +59,11 @@ class OpEncoder(tf.keras.layers.Layer):
     op = graph.node_sets["op"]
     return self.encode(op["opcode"], op["feat"])
 
-  def encode(self, opcode: tf.Tensor, feat: tf.Tensor) -> tf.Tensor:
-    """(n,) opcodes and (n, 140) features -> (n, units) states, for ops outside a GraphTensor."""
+  def encode(self, opcode: tf.Tensor, feat: tf.Tensor, exact_log: bool = True) -> tf.Tensor:
+    """(n,) opcodes and (n, 140) features -> (n, units) states, for ops outside a GraphTensor
+    (exact_log: log_scaled's, without a `feature_scaling`)."""
     embedded = self._opcode_embedding(opcode)
-    scaled = log_scaled(feat) if self._feature_scaling is None else self._feature_scaling(feat)
+    scaled = log_scaled(feat, exact_log) if self._feature_scaling is None else self._feature_scaling(feat)
     return self._combine(tf.concat([embedded, self._features(scaled)], axis=-1))
 
   def get_config(self):

@@ -47,9 +47,10 @@ class TileEncoder(tf.keras.layers.Layer):
         "op": {tfgnn.HIDDEN_STATE: op_states},
         "config": {**graph.node_sets["config"].features, tfgnn.HIDDEN_STATE: config_states}})
 
-  def encode_ops(self, opcode: tf.Tensor, feat: tf.Tensor) -> tf.Tensor:
-    """(n,) opcodes and (n, 140) features -> (n, d) late-join op states, outside a GraphTensor."""
-    return self._ops.encode(opcode, feat)
+  def encode_ops(self, opcode: tf.Tensor, feat: tf.Tensor, exact_log: bool = True) -> tf.Tensor:
+    """(n,) opcodes and (n, 140) features -> (n, d) late-join op states, outside a GraphTensor
+    (exact_log: gnn.log_scaled's)."""
+    return self._ops.encode(opcode, feat, exact_log)
 
   def encode_configs(self, config_feat: tf.Tensor) -> tf.Tensor:
     """(c, 24) config features -> (c, d) config states."""
@@ -77,14 +78,23 @@ class TileReadout(tf.keras.layers.Layer):
     joined = tf.concat([per_config, graph.node_sets["config"][tfgnn.HIDDEN_STATE]], axis=-1)
     return tf.squeeze(self._score(self._hidden(joined)), -1)
 
-  def late_join_scores(self, pooled: tf.Tensor, config_states: tf.Tensor) -> tf.Tensor:
-    """call()'s late-join scores of one kernel's configs: (d,) pooled op state, (c, d) config
-    states -> (c,). The same function, split where it is cheaper: W [pooled, config] is
-    W_pooled pooled + W_config config, so the kernel's half is multiplied once, not per config."""
-    kernel_half, config_half = tf.split(self._hidden.kernel, [pooled.shape[-1], config_states.shape[-1]])
-    per_kernel = tf.matmul(pooled[tf.newaxis], kernel_half) + self._hidden.bias  # (1, units)
-    hidden = self._hidden.activation(tf.matmul(config_states, config_half) + per_kernel)
-    return tf.squeeze(self._score(hidden), -1)
+  def kernel_part(self, pooled: tf.Tensor) -> tf.Tensor:
+    """(d,) pooled op state -> (units,) its share of the hidden layer's input, the bias included.
+
+    call()'s late-join scores of one kernel's configs are scores_of_parts(kernel_part(pooled),
+    config_part(config states)): W [pooled, config] is W_pooled pooled + W_config config, so the
+    kernel's share is multiplied once, not per config, and neither half waits for the other
+    (static_tile_scores.py)."""
+    rows = tf.split(self._hidden.kernel, [pooled.shape[-1], -1])[0]
+    return tf.linalg.matvec(rows, pooled, transpose_a=True) + self._hidden.bias
+
+  def config_part(self, config_states: tf.Tensor) -> tf.Tensor:
+    """(c, d) config states -> (c, units) their share of the hidden layer's input."""
+    return tf.matmul(config_states, tf.split(self._hidden.kernel, [-1, config_states.shape[-1]])[1])
+
+  def scores_of_parts(self, kernel_part: tf.Tensor, config_part: tf.Tensor) -> tf.Tensor:
+    """(c,) scores from the two shares of the hidden layer's input."""
+    return tf.squeeze(self._score(self._hidden.activation(config_part + kernel_part)), -1)
 
   def get_config(self):
     return {**super().get_config(), "join": self.join, "units": self.units}
