@@ -39,7 +39,8 @@ inline int64_t ThreadsWanted() {
 // finds it asleep or slow takes its task back (TaskBeside::Wait) rather than wait for it.
 class Helper {
  public:
-  // The process's helper if no other call holds it; nullptr then, or where one thread is wanted.
+  // The process's helper if no other call holds it; nullptr then, or where one thread is wanted
+  // (ThreadsWanted() at the first call).
   static Helper* Acquire() {
     static Helper* const helper = ThreadsWanted() > 1 ? Started() : nullptr;  // never deleted: lives with the process
     if (helper == nullptr || helper->held_.exchange(true, std::memory_order_acquire)) return nullptr;
