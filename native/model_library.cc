@@ -71,6 +71,20 @@ int CheckInput(int64_t num_nodes, const float* node_feat, const uint8_t* node_op
   return TPU_GRAPHS_OK;
 }
 
+// Copies the kernel's arrays and counts into a program's argument buffers (a whole bucket's or a
+// split bucket's kernel half); rows past the counts are left as they are.
+template <class Program>
+void SetKernel(Program* program, int64_t num_nodes, const float* node_feat, const uint8_t* node_opcode,
+               int64_t num_edges, const int64_t* edge_index) {
+  std::memcpy(program->arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
+  std::memcpy(program->arg_feed_node_opcode_data(), node_opcode, num_nodes);
+  if (num_edges > 0) {  // edge_index may be null without edges, and memcpy takes no null source even for 0 bytes
+    std::memcpy(program->arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
+  }
+  *program->arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
+  *program->arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+}
+
 // Scores in the bucket of `Model`: the kernel's arrays are copied into the bucket's argument
 // buffers once, then the configs `configs` at a time. The rows past the counts are left as they
 // are: the program puts them in a filler graph component that the kernel's scores never read.
@@ -79,13 +93,7 @@ int ScoreInBucket(int64_t configs, int64_t num_nodes, const float* node_feat, co
                   int64_t num_edges, const int64_t* edge_index, int64_t num_configs, const float* config_feat,
                   float* scores, char* message, size_t message_size) {
   thread_local Model model;  // one set of buffers per thread and bucket, reused between calls
-  std::memcpy(model.arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
-  std::memcpy(model.arg_feed_node_opcode_data(), node_opcode, num_nodes);
-  if (num_edges > 0) {  // edge_index may be null without edges, and memcpy takes no null source even for 0 bytes
-    std::memcpy(model.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
-  }
-  *model.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
-  *model.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  SetKernel(&model, num_nodes, node_feat, node_opcode, num_edges, edge_index);
   for (int64_t start = 0; start < num_configs; start += configs) {
     const int64_t count = num_configs - start < configs ? num_configs - start : configs;
     std::memcpy(model.arg_feed_config_feat_data(), config_feat + start * kConfigFeatures,
@@ -145,11 +153,7 @@ int ScoreInSplitBucket(int64_t configs, int64_t num_nodes, const float* node_fea
   TaskBeside beside([&, parts_data] {
     helper_error = ConfigHalves<Configs>(configs, num_configs, config_feat, part, parts_data, &next);
   });
-  std::memcpy(kernel.arg_feed_node_feat_data(), node_feat, sizeof(float) * num_nodes * kNodeFeatures);
-  std::memcpy(kernel.arg_feed_node_opcode_data(), node_opcode, num_nodes);
-  if (num_edges > 0) std::memcpy(kernel.arg_feed_edge_index_data(), edge_index, sizeof(int64_t) * num_edges * 2);
-  *kernel.arg_feed_num_nodes_data() = static_cast<int32_t>(num_nodes);
-  *kernel.arg_feed_num_edges_data() = static_cast<int32_t>(num_edges);
+  SetKernel(&kernel, num_nodes, node_feat, node_opcode, num_edges, edge_index);
   const bool kernel_ran = kernel.Run();
   const std::string own_error = ConfigHalves<Configs>(configs, num_configs, config_feat, part, parts_data, &next);
   beside.Wait();

@@ -142,6 +142,14 @@ def parse(kind: str, serialized: tf.Tensor) -> tfgnn.GraphTensor:
   return tfgnn.parse_single_example(graph_spec(kind), serialized)
 
 
+def slot_ops(config_slot: tf.Tensor, num_slots: tf.Tensor) -> tf.Tensor:
+  """(num_slots,) int64 the op of every config slot, in slot order, from the ops' `config_slot`
+  (-1: none). Sized from num_slots, not by a mask of the data, so that XLA (a compiled serving
+  function) sees a static size."""
+  return tf.math.unsorted_segment_max(tf.range(tf.shape(config_slot, tf.int64)[0], dtype=tf.int64),
+                                      tf.cast(config_slot, tf.int64), tf.cast(num_slots, tf.int64))
+
+
 def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
   """One graph with one chunk of configs: ops and data flow from `structure`, configs from `chunk`.
 
@@ -156,12 +164,9 @@ def join(kind: str, structure: tfgnn.GraphTensor, chunk: tfgnn.GraphTensor) -> t
     edge_sets["belongs_to"] = chunk.edge_sets["belongs_to"]
     slots = structure.node_sets["op"]["config_slot"]
     num_configs = chunk.node_sets["config"].total_size
-    # The op of every config slot, in slot order; sized from shapes alone, not by a mask of the
-    # data, so that XLA (a compiled serving function) sees a static size.
     num_slots = tf.shape(chunk.node_sets["node_config"]["feat"], tf.int64)[0] // tf.maximum(
         tf.cast(num_configs, tf.int64), 1)
-    configurable_ops = tf.math.unsorted_segment_max(tf.range(tf.shape(slots, tf.int64)[0], dtype=tf.int64), slots,
-                                                    num_slots)
+    configurable_ops = slot_ops(slots, num_slots)
     targets = tf.tile(configurable_ops, tf.reshape(tf.cast(num_configs, tf.int32), [1]))
     edge_sets["configures"] = tfgnn.EdgeSet.from_fields(
         sizes=tf.shape(targets, tf.int64)[:1],

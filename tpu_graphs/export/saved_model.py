@@ -219,10 +219,9 @@ def distinct_row_states(config_scorer: layout_model.ConfigScorer, structure: tfg
   """
   op = structure.node_sets["op"]
   num_configs, num_slots = tf.shape(config_features)[0], tf.shape(config_features)[1]
-  slots = tf.cast(op["config_slot"], tf.int64)
-  op_of_slot = tf.math.unsorted_segment_max(tf.range(tf.shape(slots, tf.int64)[0]), slots, tf.cast(num_slots, tf.int64))
   states, index = config_scorer.distinct_row_states(
-      tf.reshape(config_features, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]), tf.tile(op_of_slot, [num_configs]),
+      tf.reshape(config_features, [-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH]),
+      tf.tile(records.slot_ops(op["config_slot"], num_slots), [num_configs]),
       layout_model.row_op_inputs(op["feat"], op["opcode"]))
   return states, tf.reshape(index, [num_configs, num_slots])
 
@@ -275,7 +274,8 @@ class ServingModule(tf.Module):
       if halves is None:
         return _joined_parts(_scored_chunks(0, chunks, size, total, parts, lambda positions: scored(
             chunk_graph(positions))), total)
-      context = halves.context(model_graph(structure))
+      structure_graph = model_graph(structure)
+      context = halves.context(structure_graph)
       if not serving:
         return _joined_parts(_scored_chunks(0, chunks, size, total, parts, lambda positions: halves.config_scorer(
             (model_graph(chunk_graph(positions)), context))), total)
@@ -283,7 +283,7 @@ class ServingModule(tf.Module):
 
       def score_block(block, parts):
         first, last = block * chunks_per_block, tf.minimum((block + 1) * chunks_per_block, chunks)
-        states, index = distinct_row_states(halves.config_scorer, model_graph(structure),
+        states, index = distinct_row_states(halves.config_scorer, structure_graph,
                                             config_features[first * size:tf.minimum(last * size, total)])
 
         def score(positions):
