@@ -399,7 +399,7 @@ def main(argv):
   if unknown:
     sys.exit(f"fuzz: unknown target(s) {', '.join(unknown)}; targets: {', '.join(TARGETS)}")
   if shutil.which(CLANG) is None:
-    sys.exit(f"fuzz: {CLANG} not found; install clang (Debian: apt-get install clang), which ships libFuzzer")
+    sys.exit(f"fuzz: {CLANG} not found; scripts/fuzz installs it (clang, scripts/system_packages.txt)")
   binaries = {name: build(TARGETS[name]) for name in names}
 
   def fuzz_one(name: str) -> Result:

@@ -255,23 +255,33 @@ def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
           f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {macro}(X, LEVEL) {entries}\n")
 
 
-def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
-          runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
-          output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> None:
-  """Links the programs of every CPU level in `aot_dir` (aot/<level>/) with the library's sources
-  into `output`; `work` holds the scratch files. `compiler`: the command and flags of the compiler
-  (its flags come after the library's own, so they win: -O1, -Wl,-z,undefs)."""
-  (work / "buckets.h").write_text(_buckets_header(buckets, cpus))
-  (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
+def link_command(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
+                 runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
+                 output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> list[str]:
+  """The command that links the programs of every CPU level in `aot_dir` (aot/<level>/) with the
+  library's sources into `output`, reading its scratch files (buckets.h, exported.map) from
+  `work`. `compiler`: the command and flags of the compiler (its flags come after the library's
+  own, so they win: -O1, -Wl,-z,undefs). Every system tool and library it names is one that
+  scripts/system_packages.txt installs (tests/test_system_packages.py)."""
   objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o") for cpu in cpus for _, class_name in _programs(buckets)]
   sources = [str(NATIVE_SOURCES / name) for name in (
       ("layout_library.cc", "layout_pruning.cc", "neighbour_tables.cc") if _is_layout(buckets)
       else ("model_library.cc",))]
-  command = [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=1",
-             '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{aot_dir.parent}", f"-I{NATIVE_SOURCES}",
-             f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
-             str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
-             "-Wl,--no-undefined", *compiler[1:]]
+  return [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=1",
+          '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{aot_dir.parent}", f"-I{NATIVE_SOURCES}",
+          f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
+          str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
+          "-Wl,--no-undefined", *compiler[1:]]
+
+
+def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
+          runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
+          output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> None:
+  """Runs link_command (same arguments) with its scratch files written to `work`."""
+  (work / "buckets.h").write_text(_buckets_header(buckets, cpus))
+  (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
+  command = link_command(work, aot_dir, buckets, cpus, runtime_archive, featurizer_archive, include_dir, output,
+                         compiler)
   result = subprocess.run(command, capture_output=True, text=True, check=False)
   if result.returncode != 0:
     missing = sorted(set(re.findall(r"undefined reference to `(__xla_cpu_runtime_\w+)", result.stderr)))
