@@ -1,6 +1,11 @@
-"""Generated datasets: the format, test labels, layout search like the real one, and byte-identical
-regeneration of data/generated. That every generated file converts to records is checked on that
-same data by tests/test_quickstart.py, whose main job converts all of it."""
+"""Generated datasets: byte-identical regeneration of data/generated, and on the embedded data the
+format, test labels and layout search like the real one. That every generated file converts to
+records is checked on that same data by tests/test_quickstart.py, whose main job converts all of it.
+
+Regeneration covers six of the 22 architectures, one per source (xla, nlp) and split, among them
+the 3-D convolutions, depthwise convolutions, attention and recurrence: every file draws from its
+own seeded generator (generate.file_rng), so a file comes out the same whether it is generated alone
+or with the rest, and the properties below are checked on every embedded file."""
 
 import functools
 import pathlib
@@ -22,30 +27,48 @@ from tpu_graphs.train import metrics
 EMBEDDED = locations.EMBEDDED_ROOT
 
 
+# One architecture per source and split (generate.SPLIT_OF_ARCHITECTURE).
+REGENERATED_ARCHITECTURES = ["unet3d_small", "mobilenet", "unet", "transformer_encoder", "mlp_mixer", "lstm"]
+
+
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
-  """The whole embedded dataset generated again (about four minutes on 2 cores)."""
+  """REGENERATED_ARCHITECTURES' files of the embedded dataset generated again."""
   root = tmp_path_factory.mktemp("generated")
-  files = generate.generate(root, "small", 0)
+  files = generate.generate(root, "small", 0, architectures=REGENERATED_ARCHITECTURES)
   return root, [item.path for item in files]
 
 
-def tree_files(root):
-  return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-
-
-def test_regenerating_the_embedded_data_gives_identical_bytes(regenerated):
-  root, files = regenerated
+@pytest.fixture(scope="module")
+def embedded():
   if not (EMBEDDED / "npz").is_dir():
     pytest.skip(f"embedded dataset {EMBEDDED} not found")
-  assert len(files) > 300
-  assert tree_files(root) == tree_files(EMBEDDED)
-  for relative in tree_files(root):
-    assert (EMBEDDED / relative).read_bytes() == (root / relative).read_bytes(), relative
+  return EMBEDDED
 
 
-def test_every_collection_is_written_and_valid(regenerated):
-  root, _ = regenerated
+def data_files(root, architectures=None):
+  """The data and label files under root (the README, which lists the programs, left out), of
+  `architectures` only where given (files are named <architecture>.b<batch>.<dtype>[.<kernel>])."""
+  return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.parent != root
+                and (architectures is None or p.name.split(".")[0] in architectures))
+
+
+def test_regenerating_the_embedded_data_gives_identical_bytes(regenerated, embedded):
+  root, files = regenerated
+  assert {generate.SPLIT_OF_ARCHITECTURE[name] for name in REGENERATED_ARCHITECTURES} == {"train", "valid", "test"}
+  assert len(files) > 60
+  assert data_files(root) == data_files(embedded, REGENERATED_ARCHITECTURES)
+  for relative in data_files(root):
+    assert (embedded / relative).read_bytes() == (root / relative).read_bytes(), relative
+
+
+def test_the_embedded_data_holds_every_architecture_of_the_generator(embedded):
+  written = {pathlib.Path(relative).name.split(".")[0] for relative in data_files(embedded)}
+  assert written == set(generate.SPLIT_OF_ARCHITECTURE)
+
+
+def test_every_collection_is_written_and_valid(embedded):
+  root = embedded
   rows = statistics.directory_statistics(root / "npz")
   assert {row.collection for row in rows} == set(graphs.COLLECTIONS)
   for row in rows:
@@ -53,8 +76,8 @@ def test_every_collection_is_written_and_valid(regenerated):
       assert 0.01 <= row.configurable_fraction_median <= 0.15, row
 
 
-def test_test_files_are_unlabelled_and_their_labels_kept_beside(regenerated):
-  root, _ = regenerated
+def test_test_files_are_unlabelled_and_their_labels_kept_beside(embedded):
+  root = embedded
   tests = sorted((root / "npz").rglob("test/*.npz"))
   assert tests
   for path in tests:
@@ -63,10 +86,10 @@ def test_test_files_are_unlabelled_and_their_labels_kept_beside(regenerated):
     assert (graph.config_runtime == 0).all() and labels.shape[0] == graph.num_configs and labels.min() > 0
 
 
-def test_tile_normalizer_is_the_default_configs_own_measurement(regenerated):
+def test_tile_normalizer_is_the_default_configs_own_measurement(embedded):
   """Config 0 is the default; it and the normalizer are two measurements of one true runtime, each
   with the machine's 0.2% noise, so their ratio spreads by sqrt(2) x 0.2% = 0.28% about 1."""
-  root, _ = regenerated
+  root = embedded
   ratios, normalizers = [], []
   for path in sorted((root / "npz" / "tile").rglob("train/*.npz")):
     graph = npz.read_graph(path)
@@ -102,10 +125,10 @@ def _layout_files(root, search, split="train"):
   return sorted((root / "npz" / "layout").glob(f"*/{search}/{split}/*.npz"))
 
 
-def test_default_search_starts_at_the_compilers_layouts_and_every_config_sets_the_minor_dims_of_every_node(regenerated):
+def test_default_search_starts_at_the_compilers_layouts_and_every_config_sets_the_minor_dims_of_every_node(embedded):
   # As in the real default collections: the first config is the compiler's own, which strays
   # from the as-written layouts the search's other configs mostly keep.
-  root, _ = regenerated
+  root = embedded
   for path in _layout_files(root, "default", "test"):
     feat = npz.read_graph(path).node_config_feat
     as_written = (feat == _default_rows(feat)).all(-1)  # (c, nc)
@@ -116,10 +139,10 @@ def test_default_search_starts_at_the_compilers_layouts_and_every_config_sets_th
     assert (slots[:, features.CONFIGURED_LAYOUT_DIMS:] == -1).all(), path
 
 
-def test_straying_from_the_common_layouts_is_not_slow_as_such_and_single_ops_can_dominate(regenerated):
+def test_straying_from_the_common_layouts_is_not_slow_as_such_and_single_ops_can_dominate(embedded):
   # Real default search: the Kendall tau of runtime against the ops a config puts off their
   # most common layout is -0.17 and 0.04; one op of the real unet3d moves it 3.03x.
-  root, _ = regenerated
+  root = embedded
   for source in ("xla", "nlp"):
     taus = []
     for path in sorted((root / "npz" / "layout" / source / "default" / "train").glob("*.npz")):
@@ -131,8 +154,8 @@ def test_straying_from_the_common_layouts_is_not_slow_as_such_and_single_ops_can
       assert max(effects) >= 1.5, (source, search, effects)
 
 
-def test_every_configurable_node_has_two_to_eight_candidate_layouts_including_the_default(regenerated):
-  root, _ = regenerated
+def test_every_configurable_node_has_two_to_eight_candidate_layouts_including_the_default(embedded):
+  root = embedded
   for path in _layout_files(root, "random"):
     feat = npz.read_graph(path).node_config_feat
     _, counts = layout_search.node_layout_categories(feat)
@@ -142,10 +165,10 @@ def test_every_configurable_node_has_two_to_eight_candidate_layouts_including_th
 
 
 @pytest.mark.parametrize("search, modal_range", [("default", (0.40, 0.80)), ("random", (0.15, 0.45))])
-def test_layout_search_looks_like_real_layout_search(regenerated, search, modal_range):
+def test_layout_search_looks_like_real_layout_search(embedded, search, modal_range):
   # On each train split: few layouts per node, how often a node keeps its most common one as in
   # the real default or random collections, and runtimes mostly per-node layout effects.
-  root, _ = regenerated
+  root = embedded
   for source in ("xla", "nlp"):
     found, taus = [], []
     for path in sorted((root / "npz" / "layout" / source / search / "train").glob("*.npz")):
@@ -157,8 +180,8 @@ def test_layout_search_looks_like_real_layout_search(regenerated, search, modal_
     assert np.median(taus) >= 0.40, source
 
 
-def test_convolutions_and_dots_are_tile_kernels(regenerated):
-  root, _ = regenerated
+def test_convolutions_and_dots_are_tile_kernels(embedded):
+  root = embedded
   matrix_ops = {opcodes.OPCODE_IDS["convolution"], opcodes.OPCODE_IDS["dot"]}
   kernels = [npz.read_graph(p) for p in sorted((root / "npz" / "tile").rglob("*.npz"))]
   matrix_kernels = [k for k in kernels if matrix_ops & set(k.node_opcode.tolist())]
