@@ -14,6 +14,7 @@ fixtures tile_library and layout_library, tests/shared_fixtures.py) are this tes
 directly, the test uses bazel-bin/ (bazel build //native:all //tests:all).
 """
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -133,6 +134,9 @@ def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones
   library = export_dir / "native" / native_library.LIBRARY_NAME
   compiled = library.read_bytes()
   assert native_library.compile_again_if_stale(export_dir) is None and library.read_bytes() == compiled
+  # Recorded as compiled for one CPU level, so that the compilation below is one level's.
+  listed = export_dir / "native" / "buckets.json"
+  listed.write_text(json.dumps({**json.loads(listed.read_text()), "cpus": ["x86-64"]}))
   other = untrained.export_untrained("tile:xla", tmp_path / "other", seed=1, units=16, layers=2,
                                      static_signatures=True)
   for part in other.iterdir():  # an export of other weights, native/ carried over as saved_model.export keeps it
@@ -141,7 +145,7 @@ def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones
   assert native_library.compile_again_if_stale(export_dir) == library
   recorded = json.loads((export_dir / "native" / "buckets.json").read_text())
   assert recorded["weights"] == saved_model.weights_fingerprint(export_dir) != saved_model.weights_fingerprint(tile_export)
-  assert library.read_bytes() != compiled
+  assert recorded["cpus"] == ["x86-64"] and library.read_bytes() != compiled
 
 
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
@@ -190,11 +194,22 @@ def layout_python_scores(layout_library):
   return of
 
 
-@pytest.mark.parametrize("relative", REAL_LAYOUT_FILES)
+@pytest.mark.parametrize("relative, configs", [(REAL_LAYOUT_FILES[0], None), (REAL_LAYOUT_FILES[1], 128)])
 def test_c_api_ranks_real_layout_files_as_the_python_saved_model(layout_library, layout_python_scores, relative,
-                                                                 tmp_path):
-  graph, expected = layout_python_scores(relative)
-  result = _rank("capi", layout_library, sample_data.require_sample(relative), tmp_path / "best.json")
+                                                                 configs, tmp_path):
+  """unet_3d.4x4.bf16 with every config; the 21,918-op nlp graph with its first `configs` (both sides
+  score each config of the whole graph; all 1,000 of them cost a minute and check nothing more)."""
+  if configs is None:
+    graph, expected = layout_python_scores(relative)
+    path = sample_data.require_sample(relative)
+  else:
+    whole = npz.read_graph(sample_data.require_sample(relative))
+    graph = dataclasses.replace(whole, node_config_feat=whole.node_config_feat[:configs],
+                                config_runtime=whole.config_runtime[:configs])
+    path = tmp_path / relative  # the collection is read from the path
+    npz.write_graph(path, graph)
+    expected = _python_scores(layout_library, graph)
+  result = _rank("capi", layout_library, path, tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, expected)
 
