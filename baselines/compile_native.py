@@ -11,11 +11,12 @@ the header, the AOT-compiled classes and buckets.json.
 """
 
 import pathlib
+import time
 
 from absl import flags
 
 from baselines import program
-from tpu_graphs.export import native_library
+from tpu_graphs.export import native_library, ranker
 
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 _MODEL = flags.DEFINE_string("model", None, "A tile or layout model's serving SavedModel (a run's export/).", required=True)
@@ -29,8 +30,11 @@ _RUNTIME_DIR = flags.DEFINE_string("runtime_dir", str(_REPOSITORY / "bazel-bin" 
 
 def main(argv):
   del argv
-  library = native_library.compile_model_library(_MODEL.value, _RUNTIME_DIR.value, _CPUS.value)
-  print(f"wrote {library} ({library.stat().st_size / 1e6:.1f} MB)")
+  ranker.check_export_dir(pathlib.Path(_MODEL.value))
+  started = time.time()
+  library = native_library.compile_model_library(_MODEL.value, _RUNTIME_DIR.value, _CPUS.value,
+                                                 progress=program.progress_bar(started))
+  print(f"wrote {library} ({library.stat().st_size / 1e6:.1f} MB) in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":

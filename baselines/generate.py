@@ -8,7 +8,6 @@ with a progress bar, then prints the statistics table of what was written. The e
 is `--output_dir data/generated --scale small --seed 0`.
 """
 
-import sys
 import time
 
 from absl import flags
@@ -37,23 +36,11 @@ def known_architectures(names) -> None:
 program.check_flag(_ARCHITECTURES, known_architectures)
 
 
-def progress_bar(start: float):
-  """A progress(done, total, what) callback drawing one updating line on stderr."""
-  def show(done: int, total: int, what: str) -> None:
-    filled = round(30 * done / total)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {what:<32} "
-                     f"{time.time() - start:6.1f}s")
-    if done == total:
-      sys.stderr.write("\n")
-    sys.stderr.flush()
-  return show
-
-
 def main(argv):
   del argv
   start = time.time()
   files = generate.generate(_OUTPUT_DIR.value, _SCALE.value, _SEED.value, _ARCHITECTURES.value,
-                            _CONFIGS_PER_GRAPH.value, progress_bar(start))
+                            _CONFIGS_PER_GRAPH.value, program.progress_bar(start))
   print(f"Wrote {len(files)} GENERATED files to {_OUTPUT_DIR.value} in {time.time() - start:.0f}s\n")
   print(statistics.format_table(statistics.directory_statistics(f"{_OUTPUT_DIR.value}/npz")))
 

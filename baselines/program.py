@@ -18,12 +18,23 @@ A failure the user can fix (an InputError from any stage: a bad file, flag, run 
 download; an OSError: a missing, unwritable or full output path) ends the program with
 `<program>: <file>: <problem>` on stderr and exit status 1, never a traceback. Anything else is a
 bug and keeps its traceback.
+
+Ctrl-C (SIGINT, which a terminal sends to the whole process group) and SIGTERM stop a program the
+same way: the main thread unwinds (its `finally` blocks run, worker processes are ended, a write
+in progress deletes its temporary file), and the program prints `<program>: stopped by SIGINT`
+and what a rerun does, on stderr, and exits with status 128 + the signal's number. Every file is
+written atomically (tpu_graphs/data/storage.py), so nothing half-written is left under a name a
+rerun trusts. A program stuck in a native call that does not return ends anyway
+STOP_DEADLINE_SECONDS after the signal (exit status 1).
 """
 
+import faulthandler
 import logging as python_logging
 import os
 import pathlib
+import signal
 import sys
+import time
 import warnings
 from typing import Callable, Optional, Sequence
 
@@ -87,9 +98,53 @@ def failure_line(error: BaseException) -> Optional[str]:
   return None
 
 
-def run(main) -> None:
+# How long a stopped program may take to unwind before it is ended without its report.
+STOP_DEADLINE_SECONDS = 8
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(KeyboardInterrupt):
+  """SIGINT or SIGTERM arrived (run() installs the handler that raises it in the main thread)."""
+
+  def __init__(self, signal_number: int):
+    super().__init__(signal.Signals(signal_number).name)
+    self.signal_number = signal_number
+
+
+def _stop(signal_number: int, frame) -> None:
+  """The handler of STOP_SIGNALS: later signals are ignored while the program unwinds, which must
+  end within STOP_DEADLINE_SECONDS (faulthandler's watchdog needs no Python to run, so it also ends
+  a main thread stuck in native code)."""
+  del frame
+  for number in STOP_SIGNALS:
+    signal.signal(number, signal.SIG_IGN)
+  faulthandler.dump_traceback_later(STOP_DEADLINE_SECONDS, exit=True, file=open(os.devnull, "w"))
+  raise Stopped(signal_number)
+
+
+def children_never_see_sigint():
+  """A context in which started processes (a pool's workers) block SIGINT for good: a Ctrl-C reaches
+  the whole process group, and the parent, which ends its workers (SIGTERM), reports it alone.
+  The signal mask is inherited through fork and exec; this process's own SIGINT waits meanwhile."""
+  return _SignalsBlocked({signal.SIGINT})
+
+
+class _SignalsBlocked:
+
+  def __init__(self, signals: set):
+    self._signals, self._before = signals, None
+
+  def __enter__(self):
+    self._before = signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
+
+  def __exit__(self, *exception):
+    signal.pthread_sigmask(signal.SIG_SETMASK, self._before)
+
+
+def run(main, rerun: str = "") -> None:
   """absl's app.run, after moving to the directory `bazel run` was called from (if any); expected
-  failures end the program with one line (failure_line) and exit status 1."""
+  failures end the program with one line (failure_line) and exit status 1; SIGINT and SIGTERM with
+  one line, `<program>: stopped by SIGINT` and `rerun` (what a rerun does), and 128 + the signal."""
   user_directory = os.environ.get("BUILD_WORKING_DIRECTORY")
   if user_directory:
     os.chdir(user_directory)
@@ -103,7 +158,13 @@ def run(main) -> None:
     except (errors.InputError, OSError) as error:
       sys.stderr.flush()
       sys.exit(f"{program}: {failure_line(error)}")
+    except Stopped as stopped:
+      sys.stdout.flush()
+      print(f"{program}: stopped by {stopped}" + (f"; {rerun}" if rerun else ""), file=sys.stderr, flush=True)
+      sys.exit(128 + stopped.signal_number)
 
+  for number in STOP_SIGNALS:
+    signal.signal(number, _stop)
   app.run(reporting_main)
 
 
@@ -156,3 +217,16 @@ def define_record_size_flags() -> Callable[[], dict]:
   require_at_least(0, shard_mb)
   return lambda: {"configs_per_chunk": configs_per_chunk.value, "chunk_bytes": chunk_kb.value << 10,
                   "shard_bytes": shard_mb.value << 20}
+
+
+def progress_bar(start: float):
+  """A progress(done, total, what) callback drawing one updating line on stderr: a bar of the steps
+  done, the step, and the seconds since `start`; a step of a known count longer than ~10 s shows it."""
+  def show(done: int, total: int, what: str) -> None:
+    filled = round(30 * done / total)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {what:<32} "
+                     f"{time.time() - start:6.1f}s")
+    if done == total:
+      sys.stderr.write("\n")
+    sys.stderr.flush()
+  return show

@@ -1,6 +1,6 @@
 """The main job: from an npz tree to a validated Kaggle submission, SavedModels and a report.
 
-  python baselines/quickstart.py                                 # embedded generated data, ~7 min on 2 cores
+  python baselines/quickstart.py                                 # embedded generated data (README: its wall time)
   python baselines/quickstart.py --experiment smallest --out_dir /tmp/q  # the smallest run (also --mode smallest)
   python baselines/quickstart.py --data_root ~/data/tpugraphs/npz --out_dir out/real  # the real release: recipe
   bazel run //baselines:quickstart
@@ -13,10 +13,20 @@ validation config through the exported SavedModel, and write test predictions. T
 five prediction files into one submission validated against the test files, rank one test graph
 through a SavedModel, and write report.md with plots. Rerunning resumes finished work (converted
 shards, trained epochs).
+
+A rerun keeps what is current. Each collection's run records, when it is evaluated, what its
+outputs came from (<run>/main_job.json): the sha256 of the code (the library's sources and
+schemas, this program), of the collection's data files and of the run's weights and history, and
+the sha256 of every output (predictions.csv, metrics.json, model/, export/ but a native library
+compiled into it, and the validation scores the report plots, main_job_scores.npz). A collection
+whose record still matches both is not trained, evaluated or exported again; when all five match
+and <out_dir>/main_job.json (the same for the submission and the report) does too, the rerun
+writes nothing and prints the table again.
 """
 
 import contextlib
 import dataclasses
+import hashlib
 import io
 import json
 import multiprocessing
@@ -32,7 +42,7 @@ from absl import flags
 
 from baselines import program
 from tpu_graphs.analysis import report
-from tpu_graphs.data import errors, graphs, locations, npz
+from tpu_graphs.data import errors, graphs, locations, npz, storage
 from tpu_graphs.export import ranker, run_export, saved_model, submission
 from tpu_graphs.train import experiments, run_experiment, scoring, strategies
 
@@ -140,8 +150,107 @@ def run_collection(experiment_name: str, collection: str, data_root: pathlib.Pat
     result = report.CollectionResult(collection, history, scored, summary_metrics(collection, scored))
     labelled_test = score_split(serving, data_root, collection, "test", with_test_labels=True)
     print(f"valid: {json.dumps(result.summary)} ({time.time() - started:.0f} s)", flush=True)
-  return CollectionOutcome(result, summary_metrics(collection, labelled_test) if labelled_test else None,
-                           run_dir / "predictions.csv")
+  outcome = CollectionOutcome(result, summary_metrics(collection, labelled_test) if labelled_test else None,
+                              run_dir / "predictions.csv")
+  record_outcome(outcome, collection_inputs(experiment_name, collection, data_root, run_dir, code_version()), run_dir)
+  return outcome
+
+
+# Beside a collection's outputs (in its run directory) and the job's (in --out_dir): what they came from.
+RECORD_FILE = "main_job.json"
+SCORES_FILE = "main_job_scores.npz"  # a collection's validation scores, which the report plots
+_SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def file_digests(root: pathlib.Path, paths) -> dict:
+  """{path relative to root: sha256} of the files `paths` (a missing one: None)."""
+  return {str(path.relative_to(root)): storage.sha256(path) if path.is_file() else None for path in sorted(paths)}
+
+
+def files_below(folder: pathlib.Path, leave_out_folder: str = "") -> list:
+  """The files anywhere below `folder` (none where it is missing), but those in a folder named `leave_out_folder`."""
+  return [path for path in folder.rglob("*")
+          if path.is_file() and not (leave_out_folder and leave_out_folder in path.relative_to(folder).parts)]
+
+
+def code_version() -> str:
+  """sha256 over the sources that decide what the job writes: the library's, its schemas and this program."""
+  return _digest(file_digests(_SOURCE_ROOT, [*(_SOURCE_ROOT / "tpu_graphs").rglob("*.py"),
+                                             *(_SOURCE_ROOT / "data" / "schemas").glob("*.pbtxt"),
+                                             pathlib.Path(__file__).resolve()]))
+
+
+def _digest(content) -> str:
+  return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def collection_inputs(experiment_name: str, collection: str, data_root: pathlib.Path, run_dir: pathlib.Path,
+                      code: str) -> str:
+  """The digest of what a collection's evaluation and export come from: the code, the experiment, the
+  collection's data files (and the generator's test labels) and the run's weights and history."""
+  part = graphs.collection_directory("", collection)
+  labels = data_root.parent / "test_labels" / part
+  return _digest({"code": code, "experiment": experiment_name, "data_root": str(data_root),
+                  "data": file_digests(data_root, files_below(data_root / part)),
+                  "test_labels": file_digests(data_root.parent, files_below(labels)) if labels.is_dir() else {},
+                  "run": file_digests(run_dir, [run_dir / name for name in ("config.json", "history.json",
+                                                                             run_experiment.DATA_DERIVED_FILE)] +
+                                      files_below(run_dir / "best"))})
+
+
+def collection_outputs(run_dir: pathlib.Path) -> dict:
+  """{file: sha256} of what the main job writes into a run directory after training."""
+  return file_digests(run_dir, [run_dir / "predictions.csv", run_dir / "metrics.json", run_dir / SCORES_FILE,
+                                *files_below(run_dir / "model"),
+                                *files_below(run_dir / saved_model.EXPORT_DIR_NAME, leave_out_folder="native")])
+
+
+def record_outcome(outcome: "CollectionOutcome", inputs: str, run_dir: pathlib.Path) -> None:
+  """Saves the validation scores and then the record of what the outcome's outputs came from."""
+  ids = sorted(outcome.result.scored)
+  with storage.atomic_path(run_dir / SCORES_FILE) as temporary, open(temporary, "wb") as stream:
+    np.savez(stream, ids=np.array(ids), **{f"runtimes_{i}": outcome.result.scored[key][0] for i, key in enumerate(ids)},
+             **{f"scores_{i}": outcome.result.scored[key][1] for i, key in enumerate(ids)})
+  storage.write_text(run_dir / RECORD_FILE, json.dumps({
+      "inputs": inputs, "outputs": collection_outputs(run_dir), "summary": outcome.result.summary,
+      "test_summary": outcome.test_summary}, indent=1) + "\n")
+
+
+def read_record(folder: pathlib.Path) -> Optional[dict]:
+  """The main job's record in `folder`; None where there is none or it cannot be read (the work is then redone)."""
+  try:
+    record = json.loads((folder / RECORD_FILE).read_text())
+  except (OSError, ValueError):
+    return None
+  return record if isinstance(record, dict) else None
+
+
+def kept_outcome(experiment_name: str, collection: str, data_root: pathlib.Path, out_dir: pathlib.Path,
+                 code: str) -> Optional[tuple["CollectionOutcome", str]]:
+  """A collection's outcome and its inputs' digest, as its record saved them, where the record matches
+  what the run's outputs now come from and hold; else None."""
+  run_dir = out_dir / "runs" / collection.replace(":", "_")
+  record = read_record(run_dir)
+  if record is None or not (run_dir / "history.json").is_file():
+    return None
+  inputs = collection_inputs(experiment_name, collection, data_root, run_dir, code)
+  if record.get("inputs") != inputs or record.get("outputs") != collection_outputs(run_dir):
+    return None
+  with np.load(run_dir / SCORES_FILE) as saved:
+    scored = {key: (saved[f"runtimes_{i}"], saved[f"scores_{i}"]) for i, key in enumerate(saved["ids"].tolist())}
+  history = json.loads((run_dir / "history.json").read_text())
+  result = report.CollectionResult(collection, history, scored, record["summary"])
+  return CollectionOutcome(result, record["test_summary"], run_dir / "predictions.csv"), inputs
+
+
+def job_inputs(experiment_name: str, data_root: pathlib.Path, collection_inputs_digests: dict) -> str:
+  """The digest of what the submission and the report come from: every collection's inputs."""
+  return _digest({"experiment": experiment_name, "data_root": str(data_root), "collections": collection_inputs_digests})
+
+
+def job_outputs(out_dir: pathlib.Path) -> dict:
+  """{file: sha256} of the submission and the report (with its plots)."""
+  return file_digests(out_dir, [out_dir / "submission.csv", out_dir / "report.md", *out_dir.glob("*.png")])
 
 
 def collections_at_once() -> int:
@@ -153,21 +262,34 @@ def collections_at_once() -> int:
 
 
 def run_collections(experiment_name: str, data_root: pathlib.Path, out_dir: pathlib.Path,
-                    at_once: int) -> list[CollectionOutcome]:
-  """run_collection for every collection, in graphs.COLLECTIONS order.
+                    at_once: int, kept: dict) -> list[CollectionOutcome]:
+  """run_collection for every collection but those `kept` ({collection: its kept outcome}), in
+  graphs.COLLECTIONS order.
 
   The collections are independent, and a run spends much of its time on work that keeps one core
   busy at most (converting, building and tracing the model, saving and exporting, scoring through
   the SavedModel), so on a multi-core machine `at_once` run side by side in worker processes.
   """
-  if at_once == 1:
-    strategy = strategies.choose_strategy(None)
-    return [run_collection(experiment_name, c, data_root, out_dir, strategy) for c in graphs.COLLECTIONS]
+  to_run = [c for c in graphs.COLLECTIONS if c not in kept]
+  if at_once == 1 or not to_run:
+    strategy = strategies.choose_strategy(None) if to_run else None
+    ran = {c: run_collection(experiment_name, c, data_root, out_dir, strategy) for c in to_run}
+    return [kept[c] if c in kept else ran[c] for c in graphs.COLLECTIONS]
   # spawn: a forked child would inherit this process's TensorFlow runtime threads in an unknown state
-  with futures.ProcessPoolExecutor(at_once, mp_context=multiprocessing.get_context("spawn")) as pool:
-    runs = [pool.submit(run_collection, experiment_name, c, data_root, out_dir) for c in graphs.COLLECTIONS]
+  with futures.ProcessPoolExecutor(min(at_once, len(to_run)), mp_context=multiprocessing.get_context("spawn")) as pool:
     try:
-      return [run.result() for run in runs]
+      with program.children_never_see_sigint():  # the workers start here: Ctrl-C is this process's to handle
+        runs = {c: pool.submit(run_collection, experiment_name, c, data_root, out_dir) for c in to_run}
+      return [kept[c] if c in kept else runs[c].result() for c in graphs.COLLECTIONS]
+    except program.Stopped:
+      # The running collections end now, not after their runs (minutes at full size); what they
+      # leave is what a killed run leaves, which a rerun resumes from.
+      pool.shutdown(wait=False, cancel_futures=True)
+      for worker in multiprocessing.active_children():
+        worker.terminate()
+      for worker in multiprocessing.active_children():
+        worker.join()
+      raise
     except BaseException:
       pool.shutdown(cancel_futures=True)
       raise
@@ -185,7 +307,22 @@ def main(argv):
     print(f"[quickstart] {at_once} collections at a time, each in its own process", flush=True)
   experiment = chosen_experiment(_EXPERIMENT.value, data_root)
   print(f"[quickstart] experiment {experiment}" + (" (generated data)" if is_generated(data_root) else ""), flush=True)
-  outcomes = run_collections(experiment, data_root, out_dir, at_once)
+  code, kept, inputs = code_version(), {}, {}
+  for step, collection in enumerate(graphs.COLLECTIONS, 1):
+    found = kept_outcome(experiment, collection, data_root, out_dir, code)
+    if found:
+      kept[collection], inputs[collection] = found
+      _say(step, f"{collection}: kept (its weights, data and code are those its evaluation and export came from)")
+  job_record = read_record(out_dir)
+  if (len(kept) == len(graphs.COLLECTIONS) and job_record is not None
+      and job_record.get("inputs") == job_inputs(experiment, data_root, inputs)
+      and job_record.get("outputs") == job_outputs(out_dir)):
+    print(report.metric_table([outcome.result for outcome in kept.values()]))
+    print(f"\nnothing to do: every output is current (the main job's {RECORD_FILE} files; rerun with another "
+          f"--out_dir to start over)\nsubmission: {out_dir / 'submission.csv'}\nreport: {out_dir / 'report.md'}\n"
+          f"took {time.time() - started:.0f} s")
+    return
+  outcomes = run_collections(experiment, data_root, out_dir, at_once, kept)
   results = [outcome.result for outcome in outcomes]
   test_results = [(o.result.collection, o.test_summary) for o in outcomes if o.test_summary is not None]
   prediction_files = [outcome.predictions for outcome in outcomes]
@@ -204,10 +341,15 @@ def main(argv):
     preamble.append("\nTest split scored with the generator's hidden labels (never used for training):\n\n" +
                     report.metric_table([report.CollectionResult(c, [], {}, m) for c, m in test_results]))
   path = report.write_report(results, out_dir, preamble="\n".join(preamble))
+  inputs = {c: collection_inputs(experiment, c, data_root, out_dir / "runs" / c.replace(":", "_"), code)
+            for c in graphs.COLLECTIONS}
+  storage.write_text(out_dir / RECORD_FILE, json.dumps({"inputs": job_inputs(experiment, data_root, inputs),
+                                                        "outputs": job_outputs(out_dir)}, indent=1) + "\n")
   print(report.metric_table(results))
   print(f"\nsubmission: {submission_path} ({rows} rows)\nSavedModels: {out_dir / 'runs'}/*/export\n"
         f"report: {path}\ntook {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":
-  program.run(main)
+  program.run(main, rerun="its running collections were ended; rerun the same command to resume (converted shards, "
+                   "trained epochs and finished collections are kept)")

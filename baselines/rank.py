@@ -53,6 +53,11 @@ program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
 program.require_at_least(0, _SEED)
 
 
+# What a user who ranked a module's own single config most likely wanted (//native:rank prints it too).
+ONE_CONFIG_HINT = ("one config to rank: the input holds only its own; --num_candidates N ranks N candidate configs "
+                   "drawn as XLA's autotuners would try them")
+
+
 def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list]:
   """The graphs of --input with their configs, and per graph the configurable instructions its
   descriptions name (None: tile graphs, and npz files, which name no instructions)."""
@@ -109,6 +114,9 @@ def main(argv):
     meaning = {"layouts_meaning": descriptions.LAYOUTS_MEANING} if isinstance(graph, graphs.LayoutGraph) else {}
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
                    **meaning, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})
+  if (found and not _INPUT.value.endswith(".npz") and _NUM_CANDIDATES.value is None
+      and all(graph.num_configs == 1 for graph in found)):
+    print(ONE_CONFIG_HINT)
   if _JSON.value:
     pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with storage.atomic_path(_JSON.value) as temporary:

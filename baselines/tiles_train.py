@@ -39,4 +39,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  program.run(main)
+  program.run(main, rerun=training_flags.RERUN)

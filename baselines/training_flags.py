@@ -61,6 +61,10 @@ program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None 
 program.check_flag(TRAINING_FLAGS["weight_average"], lambda value: value is None or weight_average.check(value))
 
 
+# What a training program says when Ctrl-C or SIGTERM stops it (program.run).
+RERUN = "rerun the same command to resume from the last finished epoch (checkpoints/)"
+
+
 def given(holders: dict) -> dict:
   """{name: value} of the flags among `holders` that were set (not None)."""
   return {name: holder.value for name, holder in holders.items() if holder.value is not None}

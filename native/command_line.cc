@@ -9,10 +9,20 @@ namespace tpu_graphs {
 void ParseFlags(int argc, char** argv, Flags& flags) {
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
+    if (argument == "--help" || argument == "-h") throw HelpRequested();
     const size_t equals = argument.find('=');
     const std::string name = argument.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
     if (argument.rfind("--", 0) != 0 || !flags.count(name)) throw UsageError("unknown argument '" + argument + "'");
-    flags[name] = equals == std::string::npos ? "true" : argument.substr(equals + 1);
+    const bool boolean = flags[name] == "true" || flags[name] == "false";
+    if (equals != std::string::npos) {
+      flags[name] = argument.substr(equals + 1);
+    } else if (boolean) {
+      flags[name] = "true";
+    } else if (i + 1 < argc) {
+      flags[name] = argv[++i];
+    } else {
+      throw UsageError("--" + name + " needs a value (--" + name + "=<value> or --" + name + " <value>)");
+    }
   }
 }
 
@@ -35,11 +45,14 @@ bool BooleanFlag(const Flags& flags, const std::string& name) {
 int RunProgram(const char* program, const char* usage, int (*main)(int, char**), int argc, char** argv) {
   try {
     return main(argc, argv);
+  } catch (const HelpRequested&) {
+    std::printf("usage: %s\n", usage);
+    return 0;
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s: %s\nusage: %s\n", program, error.what(), usage);
     return 2;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "%s: error: %s\n", program, error.what());
+    std::fprintf(stderr, "%s: %s\n", program, error.what());
     return 1;
   }
 }

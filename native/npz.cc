@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -141,6 +142,9 @@ int64_t Array::size() const {
 }
 
 std::map<std::string, Array> ReadNpz(const std::string& path) {
+  std::error_code status;
+  if (std::filesystem::is_directory(path, status)) throw NpzError(path + ": a directory, not a file");
+  if (!std::filesystem::exists(path, status)) throw NpzError(path + ": no such file");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw NpzError(path + ": cannot open the file");
   const std::string zip((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());

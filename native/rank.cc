@@ -6,7 +6,7 @@
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/layout/export --hlo=module.pb --num_candidates=100
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --hlo=opt.pb --kernels --num_candidates=50
 //
-// --mode=aot   the model's compiled library, <model>/native/libtpu_graphs_model.so
+// --mode=aot   (the default) the model's compiled library, <model>/native/libtpu_graphs_model.so
 //              (baselines/compile_native.py), loaded with dlopen: tile models, and layout
 //              models that prune their graphs (the library prunes each graph as the SavedModel
 //              does). With --hlo, one call of the library's tpu_graphs_rank_module.
@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -119,6 +120,8 @@ std::map<std::string, Array> ReadNpzInput(const std::string& path) {
   try {
     return ReadNpz(path);
   } catch (const NpzError&) {
+    std::error_code status;
+    if (!std::filesystem::is_regular_file(path, status)) throw;  // a directory, a missing file: said as it is
     std::ifstream file(path, std::ios::binary);
     char magic[2] = {};
     if (file.read(magic, 2) && std::memcmp(magic, "PK", 2) == 0) throw;
@@ -351,7 +354,7 @@ std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, con
 }
 
 int Main(int argc, char** argv) {
-  Flags flags = {{"mode", ""}, {"model", ""}, {"input", ""}, {"hlo", ""}, {"kernels", "false"},
+  Flags flags = {{"mode", "aot"}, {"model", ""}, {"input", ""}, {"hlo", ""}, {"kernels", "false"},
                  {"num_candidates", "0"}, {"seed", "0"}, {"top", "5"}, {"json", ""}, {"library", ""},
                  {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"}};
   ParseFlags(argc, argv, flags);
@@ -367,6 +370,10 @@ int Main(int argc, char** argv) {
     throw UsageError("--kernels and --num_candidates are for an --hlo module");
   }
   const std::string model = FromCallerDirectory(flags["model"]);
+  auto exists = [](const std::string& path) { return access(path.c_str(), F_OK) == 0; };
+  if (!exists(model + "/saved_model.pb") && exists(model + "/export/saved_model.pb")) {  // as baselines/rank.py says
+    throw std::runtime_error(model + ": a training run's folder; its serving model is " + model + "/export");
+  }
   const bool aot = flags["mode"] == "aot";
   const ModelLibrary library =
       !aot ? ModelLibrary{}
@@ -412,6 +419,11 @@ int Main(int argc, char** argv) {
   }
   if (repeat > 0) PrintPeakMemory();
   for (const GraphRanking& ranking : rankings) std::printf("%s", RankingText(ranking).c_str());
+  if (!flags["hlo"].empty() && !rankings.empty() && num_candidates == 0 &&
+      std::all_of(rankings.begin(), rankings.end(), [](const GraphRanking& r) { return r.num_configs == 1; })) {
+    std::printf("one config to rank: the input holds only its own; --num_candidates N ranks N candidate configs "
+                "drawn as XLA's autotuners would try them\n");  // baselines/rank.py's ONE_CONFIG_HINT
+  }
   if (!flags["json"].empty()) {
     const std::string path = FromCallerDirectory(flags["json"]);
     const std::string temporary = path + ".tmp";
@@ -426,7 +438,7 @@ int Main(int argc, char** argv) {
 }  // namespace tpu_graphs
 
 int main(int argc, char** argv) {
-  return tpu_graphs::RunProgram("rank", "rank --mode=aot|capi --model=<export dir> (--input=<npz> | --hlo=<pb> "
+  return tpu_graphs::RunProgram("rank", "rank [--mode=aot|capi] --model=<export dir> (--input=<npz> | --hlo=<pb> "
                                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
                                 "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]",
                                 tpu_graphs::Main, argc, argv);

@@ -13,6 +13,9 @@ own words; in prose, the sentence around the link), a word that singles lines ou
 most half of the file's lines. So `[5.68 s]` in a row "serving ... warm SavedModel call" must come
 from the line of serve.md that holds both "5.68 s" and "warm", not from anywhere in the file.
 
+A C or C++ block (```c, ```cpp) compiles (COMPILERS; a header's excerpts with <stddef.h> and
+<stdint.h>, as the header has them, and native/ on the include path for `tpu_graphs_model.h`).
+
 A shell block (```sh, ```bash, ```shell, ```console) must follow a marker line, blank lines apart:
 
     <!-- doc-test: run -->               the block runs here, from the repository root
@@ -43,6 +46,8 @@ from tpu_graphs.data import locations
 REPOSITORY = locations.REPOSITORY
 RUN_SECONDS = 300  # a guard against a hang on a loaded machine; blocks take seconds to a minute
 SHELL_LANGUAGES = {"sh", "bash", "shell", "console"}
+# A C or C++ block's language -> how the compiler is told it (cc -x ...).
+COMPILERS = {"c": "c", "cpp": "c++", "c++": "c++", "cc": "c++"}
 MARKER = re.compile(r"<!--\s*doc-test:\s*(?P<kind>run|skip)\s*(?::\s*(?P<reason>.*?))?\s*-->")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<language>[\w+-]*)")
 # [text](target) and ![alt](target), the target up to whitespace or the closing parenthesis.
@@ -139,6 +144,21 @@ def marker_problems(document: pathlib.Path) -> list[str]:
                       "<!-- doc-test: skip: <reason> --> line before it")
     elif block.marker == "skip" and not block.reason:
       problems.append(f"{block.where()}: doc-test skip without a reason")
+  return problems
+
+
+def compile_problems(document: pathlib.Path) -> list[str]:
+  """Every C or C++ block of `document` that does not compile alone (cc -Wall -Werror, to an object
+  file), with the compiler's complaint."""
+  problems = []
+  for start, language, text in _code_blocks(document.read_text())[0]:
+    if language not in COMPILERS:
+      continue
+    completed = subprocess.run(["cc", "-x", COMPILERS[language], "-c", "-o", os.devnull, "-Wall", "-Werror",
+                                f"-I{REPOSITORY / 'native'}", "-include", "stddef.h", "-include", "stdint.h", "-"],
+                               input=text, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+      problems.append(f"{_shown(document)}:{start + 1}: the {language} block does not compile:\n{completed.stderr}")
   return problems
 
 
@@ -356,6 +376,11 @@ def test_every_command_calls_an_existing_program_with_flags_it_defines(document)
   assert flag_problems(document) == []
 
 
+@pytest.mark.parametrize("document", documents(), ids=_shown)
+def test_every_c_or_cpp_block_compiles(document):
+  assert compile_problems(document) == []
+
+
 def test_every_result_file_names_its_command_relative_to_the_repository_and_its_commit():
   assert result_command_problems(REPOSITORY / "benchmarks" / "results") == []
 
@@ -504,6 +529,14 @@ def test_checker_fails_when_a_runnable_block_overruns(tmp_path):
   guide = tmp_path / "slow.md"
   guide.write_text("<!-- doc-test: run -->\n```sh\nsleep 30\n```\n")
   assert run_blocks(guide, tmp_path, seconds=1) == [f"{guide}:2: still running after 1 s; runnable blocks must be quick"]
+
+
+def test_checker_names_a_c_block_that_does_not_compile(tmp_path):
+  guide = tmp_path / "guide.md"
+  guide.write_text('# A guide\n\n```c\n#include "tpu_graphs_model.h"\nfloat scores[NUM_CONFIGS];\n```\n')
+  problems = compile_problems(guide)
+  assert len(problems) == 1 and problems[0].startswith(f"{guide}:3: the c block does not compile:")
+  assert "NUM_CONFIGS" in problems[0]
 
 
 def test_checker_names_blocks_without_a_marker_or_a_reason(broken_guide):

@@ -32,8 +32,8 @@ import hang_guard
 import malformed_modules
 import sample_data
 import shared_fixtures
-from tpu_graphs.data import graphs, locations, npz
-from tpu_graphs.export import native_library, saved_model, static_layout, static_shapes, untrained
+from tpu_graphs.data import errors, graphs, locations, npz
+from tpu_graphs.export import native_library, ranker, saved_model, static_layout, static_shapes, untrained
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import run_directory
@@ -163,8 +163,11 @@ def test_an_early_join_model_compiles_in_whole_buckets_and_ranks_as_its_saved_mo
   scorer = tile_model.build_tile_model(saved_model.model_input_spec("tile"), "early", units=8, num_layers=1)
   export_dir = tmp_path / "export"
   saved_model.export(scorer, "tile", export_dir, static_signatures=True)
+  steps = []
   native_library.compile_model_library(export_dir, bazel_outputs.built("native/libxla_aot_runtime.a").parent,
-                                       cpus=["x86-64"])
+                                       cpus=["x86-64"], progress=lambda *step: steps.append(step))
+  assert steps == [(1, 3, f"tfcompile {len(static_shapes.TILE_BUCKETS)} bucket(s), 1 CPU level(s)"), (2, 3, "link"),
+                   (3, 3, "linked")]  # what compile_native.py's progress bar shows
   compiled = json.loads((export_dir / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
   path = sample_data.require_sample(REAL_TILE_FILES[0])
@@ -356,7 +359,7 @@ def test_a_module_given_as_an_npz_input_is_refused_saying_it_goes_to_hlo(tile_ex
   path.write_bytes(malformed_modules.module(malformed_modules.PARAMETER).SerializeToString())
   result = _rank("aot", tile_export, path, tmp_path / "best.json")
   assert (result.returncode, result.stdout) == (1, ""), result.stderr
-  assert result.stderr == (f"rank: error: {path}: not an npz file (a zip archive of .npy arrays); an XLA module or "
+  assert result.stderr == (f"rank: {path}: not an npz file (a zip archive of .npy arrays); an XLA module or "
                            f"tuning data (.pb) goes to --hlo={path}\n")
 
 
@@ -364,9 +367,32 @@ def test_a_model_without_its_compiled_library_is_refused_with_the_command_that_c
   export_dir = untrained.export_untrained("tile:xla", tmp_path, units=8, layers=1)  # no native/
   result = _rank("aot", export_dir, _tile_file(tmp_path), tmp_path / "best.json")
   assert (result.returncode, result.stdout) == (1, ""), result.stderr
-  assert result.stderr == (f"rank: error: {export_dir}/native/libtpu_graphs_model.so: not found; compile the model "
+  assert result.stderr == (f"rank: {export_dir}/native/libtpu_graphs_model.so: not found; compile the model "
                            f"into it: python baselines/compile_native.py --model {export_dir} (after bazel build "
                            "//native:all)\n")
+
+
+def test_flags_are_spelled_as_the_python_programs_and_mistakes_get_their_messages(tile_export, tmp_path):
+  """--flag value as --flag=value, --help, --mode=aot by default; a run directory as --model and a
+  folder as --input get baselines/rank.py's lines."""
+  rank = str(bazel_outputs.built("native/rank"))
+  helped = subprocess.run([rank, "--help"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  assert (helped.returncode, helped.stderr) == (0, "") and helped.stdout.startswith("usage: rank [--mode=aot|capi] ")
+  path = _tile_file(tmp_path)
+  spaced = subprocess.run([rank, "--model", str(tile_export), "--input", str(path), "--top", str(TOP), "--json",
+                           str(tmp_path / "spaced.json")], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  assert spaced.returncode == 0, spaced.stderr
+  assert _rank("aot", tile_export, path, tmp_path / "best.json").returncode == 0
+  assert (tmp_path / "spaced.json").read_text() == (tmp_path / "best.json").read_text()
+  shutil.copytree(tile_export, tmp_path / "run" / "export")
+  with pytest.raises(errors.InputError) as not_an_export:
+    ranker.check_export_dir(tmp_path / "run")
+  with pytest.raises(errors.InputError) as not_a_file:
+    npz.read_graph(tmp_path)
+  for model, given, refused in [(tmp_path / "run", path, not_an_export), (tile_export, tmp_path, not_a_file)]:
+    for mode in ("aot", "capi"):
+      result = _rank(mode, model, given, tmp_path / "refused.json")
+      assert (result.returncode, result.stderr) == (1, f"rank: {refused.value}\n")
 
 
 def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
@@ -383,7 +409,7 @@ def test_damaged_file_is_refused_naming_it(tile_export, tmp_path):
   path = _tile_file(tmp_path)
   path.write_bytes(path.read_bytes()[:-200])
   result = _rank("aot", tile_export, path, tmp_path / "best.json")
-  assert result.returncode == 1 and f"rank: error: {path}: " in result.stderr
+  assert result.returncode == 1 and f"rank: {path}: " in result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -454,6 +480,16 @@ def test_rank_hlo_ranks_a_transformer_blocks_candidate_layouts_as_rank_py(layout
   roles = {"result", "operand 0", "operand 1"}
   assert moved and all(re.fullmatch(r"(dot|reshape)\.\d+", name) and set(tensors) <= roles
                        for layouts in moved for name, tensors in layouts.items())
+
+
+def test_a_module_ranked_on_its_own_config_alone_gets_the_hint_to_draw_candidates_as_from_rank_py(
+    layout_library, dumps, tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  native = _rank_module("aot", layout_library, module, tmp_path / "native.json")
+  [ranked] = _assert_same_rankings(native, _rank_py(layout_library, module, tmp_path / "python.json"),
+                                   tmp_path / "native.json", tmp_path / "python.json")  # the hint line included
+  assert ranked["num_configs"] == 1
+  assert "; --num_candidates N ranks N candidate configs drawn as XLA's autotuners would try them\n" in native.stdout
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -101,6 +102,36 @@ def test_a_bug_keeps_its_traceback(tmp_path):
   script.write_text(PROGRAM)
   completed = _run(script, "--name=bug")
   assert completed.returncode == 1 and "Traceback" in completed.stderr and "KeyError" in completed.stderr
+
+
+STOPPABLE_PROGRAM = """
+import sys, time
+from baselines import program
+from tpu_graphs.data import storage
+def main(argv):
+  with storage.atomic_path(argv[1]) as temporary:
+    temporary.write_text("half of it")
+    print("writing", flush=True)
+    time.sleep(hang_guard_seconds)
+program.run(main, rerun="rerun it to write the file")
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigint_and_sigterm_stop_a_program_with_one_line_leaving_nothing_half_written(tmp_path, stop):
+  script = tmp_path / "stoppable.py"
+  script.write_text(STOPPABLE_PROGRAM.replace("hang_guard_seconds", str(hang_guard.SECONDS)))
+  (tmp_path / "out").mkdir()
+  paths = [str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+  running = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out" / "result.txt")], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+  assert running.stdout.readline() == "writing\n"
+  running.send_signal(stop)
+  _, stderr = running.communicate(timeout=hang_guard.SECONDS)
+  assert running.returncode == 128 + stop
+  assert stderr == f"stoppable: stopped by {stop.name}; rerun it to write the file\n"
+  assert list((tmp_path / "out").iterdir()) == []  # neither the file nor its temporary
 
 
 RECORD_SIZES_PROGRAM = """

@@ -5,12 +5,15 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
+import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import hang_guard
 import program_modules
 from tpu_graphs.data import graphs, locations, npz, predictions
 from tpu_graphs.export import native_library, ranker, saved_model, submission
@@ -27,20 +30,74 @@ TENSORFLOW_NOISE = ("Unable to register", "TensorRT", "retracing", "Mapping type
                     "compiled metrics have yet", "Skipping full serialization")
 
 
-@pytest.fixture(scope="module")
-def quickstart(tmp_path_factory):
-  """(out_dir, the finished process) of one smallest-mode run, with TensorFlow's logging left to
-  the program (no TF_CPP_MIN_LOG_LEVEL inherited)."""
-  out = tmp_path_factory.mktemp("quickstart")
+def _main_job(out: pathlib.Path, **popen) -> subprocess.Popen:
+  """The smallest-mode main job writing to `out`, with TensorFlow's logging left to the program (no
+  TF_CPP_MIN_LOG_LEVEL inherited), in a process group of its own."""
   environment = dict(os.environ, PYTHONPATH=str(QUICKSTART.parents[1]))
   environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
+  return subprocess.Popen([sys.executable, str(QUICKSTART), "--mode", "smallest", "--out_dir", str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+                          start_new_session=True, **popen)
+
+
+def _running_in_group(group: int) -> list[str]:
+  """The processes of process group `group` that still run (zombies left out)."""
+  running = []
+  for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+    try:
+      fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+      continue
+    if int(fields[2]) == group and fields[0] != "Z":
+      running.append(stat.parent.name)
+  return running
+
+
+def _tree_digests(root: pathlib.Path) -> dict:
+  return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+          for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+  """(out_dir, the interrupted process, its stdout, its stderr) of the main job stopped by SIGINT to its
+  process group, as Ctrl-C in a terminal sends it, once both workers run their collections."""
+  out = tmp_path_factory.mktemp("quickstart")
+  job = _main_job(out)
+  stdout = []
+  for line in job.stdout:  # on a single core, collections run one at a time in the job's own process
+    stdout.append(line)
+    if line.startswith("[quickstart 2/6]"):
+      break
+  os.killpg(job.pid, signal.SIGINT)
+  rest, stderr = job.communicate(timeout=hang_guard.SECONDS)
+  return out, job, "".join(stdout) + rest, stderr
+
+
+@pytest.fixture(scope="module")
+def quickstart(interrupted):
+  """(out_dir, the finished process) of the interrupted main job run again to its end."""
+  out = interrupted[0]
   # The timeout only guards against a hang: on a 2-core machine shared with other jobs (load average
   # 10) the smallest run takes about 20 minutes.
-  completed = subprocess.run([sys.executable, str(QUICKSTART), "--mode", "smallest", "--out_dir", str(out)],
-                             capture_output=True, text=True, timeout=2400, env=environment)
+  job = _main_job(out)
+  stdout, stderr = job.communicate(timeout=2400)
+  completed = subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
   assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
   assert f"report: {out / 'report.md'}" in completed.stdout
   return out, completed
+
+
+@pytest.fixture(scope="module")
+def finished_rerun(quickstart):
+  """(the digests of every file below out_dir before and after, the process) of the finished main job run
+  once more."""
+  out = quickstart[0]
+  before = _tree_digests(out)
+  job = _main_job(out)
+  stdout, stderr = job.communicate(timeout=hang_guard.SECONDS)
+  assert job.returncode == 0, stdout[-3000:] + stderr[-3000:]
+  return before, _tree_digests(out), subprocess.CompletedProcess(job.args, job.returncode, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +110,44 @@ def test_prints_its_progress_and_results_without_tensorflow_noise(quickstart):
   output = completed.stdout + completed.stderr
   assert "[quickstart 6/6]" in completed.stdout and "| layout:nlp:random |" in completed.stdout
   assert [noise for noise in TENSORFLOW_NOISE if noise in output] == [], output[-3000:]
+
+
+def test_sigint_to_the_process_group_stops_the_job_and_its_workers_with_one_line(interrupted):
+  _, job, stdout, stderr = interrupted
+  assert job.returncode == 128 + signal.SIGINT, stdout[-3000:] + stderr[-3000:]
+  assert stderr.splitlines() == ["quickstart: stopped by SIGINT; its running collections were ended; rerun the same "
+                                 "command to resume (converted shards, trained epochs and finished collections are "
+                                 "kept)"], stderr[-3000:]
+  assert _running_in_group(job.pid) == []
+
+
+def test_the_interrupted_job_resumes_to_its_end(quickstart):
+  """What the interrupted job left (converted shards at most: it stopped as its collections began) is
+  resumed; a half-trained run would be resumed from its last checkpoint (tests/test_faults.py)."""
+  _, completed = quickstart
+  assert "[quickstart 6/6]" in completed.stdout and completed.stderr.count("Traceback") == 0
+
+
+def test_a_rerun_of_a_finished_job_writes_nothing_and_prints_the_same_table(quickstart, finished_rerun):
+  before, after, rerun = finished_rerun
+  assert after == before
+  for collection in RUNS:
+    assert f"{collection}: kept (its weights, data and code" in rerun.stdout
+  table = [line for line in quickstart[1].stdout.splitlines() if line.startswith("| ")]
+  assert table and [line for line in rerun.stdout.splitlines() if line.startswith("| ")] == table
+  assert "nothing to do: every output is current" in rerun.stdout
+
+
+def test_a_collection_is_kept_only_for_the_experiment_code_and_outputs_its_record_names(out_dir, tmp_path):
+  program = program_modules.load("quickstart")
+  code, data_root = program.code_version(), locations.EMBEDDED_NPZ.resolve()
+  shutil.copytree(out_dir / "runs" / "tile_xla", tmp_path / "runs" / "tile_xla")
+  assert program.kept_outcome("smallest", "tile:xla", data_root, tmp_path, code) is not None
+  assert program.kept_outcome("quickstart", "tile:xla", data_root, tmp_path, code) is None
+  assert program.kept_outcome("smallest", "tile:xla", data_root, tmp_path, "another version") is None
+  with open(tmp_path / "runs" / "tile_xla" / "predictions.csv", "a") as predictions_file:
+    predictions_file.write("\n")
+  assert program.kept_outcome("smallest", "tile:xla", data_root, tmp_path, code) is None
 
 
 def test_collections_train_side_by_side_and_their_lines_name_them(quickstart):

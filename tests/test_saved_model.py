@@ -258,6 +258,11 @@ def test_plain_signature_refuses_input_it_cannot_score_naming_it(tile_export, re
     serve(**_tile_arrays(**replaced))
 
 
+def test_examples_signature_scores_an_empty_batch_to_no_scores(tile_export):
+  served = tile_export.signatures[saved_model.EXAMPLES_SIGNATURE](examples=tf.constant([], tf.string))["scores"]
+  assert served.shape == (0,) and served.dtype == tf.float32
+
+
 def test_examples_signature_refuses_nan_features(tile_export):
   loaded = tile_export
   graph = npz.read_graph(sample_data.require_sample(REAL_TILE_FILES[1]))

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -88,6 +89,9 @@ HloInput ParseHloInput(std::string_view bytes, const std::string& source) {
 }
 
 std::string ReadHloFile(const std::string& path) {
+  std::error_code status;
+  if (std::filesystem::is_directory(path, status)) throw HloError(path, "a directory, not a file");
+  if (!std::filesystem::exists(path, status)) throw HloError(path, "no such file");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw HloError(path, std::string("cannot read the file (") + std::strerror(errno) + ")");
   std::ostringstream bytes;

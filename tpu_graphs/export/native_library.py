@@ -43,7 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from tpu_graphs.data import errors, storage
 from tpu_graphs.export import saved_model, static_layout, static_shapes
@@ -122,11 +122,12 @@ def _namespace(cpu: str) -> str:
   return cpu.replace("-", "_")
 
 
-def _compile_levels_in_fresh_processes(export_dir: str, aot_dir: pathlib.Path, cpus: list[str]) -> None:
+def _compile_levels_in_fresh_processes(export_dir: str, aot_dir: pathlib.Path, cpus: list[str],
+                                       compiled: Callable[[str], None]) -> None:
   """_compile_signatures of every bucket for each CPU level, with XLA_FLAGS, each level in a fresh
   Python (as many at once as there are cores): XLA reads its flags once per process, so where
   this one has compiled before (a jit-compiled step, an earlier model) they would go unread,
-  aot_compile_cpu's own single-threading flag included."""
+  aot_compile_cpu's own single-threading flag included. Calls `compiled(cpu)` as each level ends."""
   program = ("import sys; from tpu_graphs.export import native_library as n; "
              "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.static_buckets(d), n.pathlib.Path(a), c)")
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
@@ -144,6 +145,7 @@ def _compile_levels_in_fresh_processes(export_dir: str, aot_dir: pathlib.Path, c
       for _, other in running:
         other.kill()
       raise RuntimeError(f"compiling the static signatures of {export_dir} for {cpu} failed:\n{stderr[-4000:]}")
+    compiled(cpu)
 
 
 def _node_name(tensor: str) -> str:
@@ -293,11 +295,13 @@ def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus
 
 
 def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathLike],
-                          cpus: Sequence[str] = tuple(CPUS)) -> pathlib.Path:
+                          cpus: Sequence[str] = tuple(CPUS),
+                          progress: Callable[[int, int, str], None] = lambda done, total, what: None) -> pathlib.Path:
   """Writes <export_dir>/native/ (see the module docstring) with the model compiled for each CPU
   level of `cpus` (default all; fewer compile faster, e.g. one in tests), linked with the runtime
   archive from `runtime_dir` (bazel-bin/native); returns the library's path. The library runs on
-  CPUs of the oldest level compiled and up.
+  CPUs of the oldest level compiled and up. `progress(done, total, what)` hears of each step (the
+  export again, each level's compilation, the link), which take minutes in all for a layout model.
 
   An export without static signatures must be a training run's (<run>/export): the run's model is
   exported again with them. Raises errors.InputError for a model that cannot have them (a layout
@@ -318,15 +322,25 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     work = pathlib.Path(path)
     (work / "aot").mkdir(parents=True)
     compiled = export_dir
+    steps = len(cpus) + 2  # the export again (where needed), each level, the link
     if not static_buckets(export_dir):  # a training run's export: its model again, with static signatures
+      progress(0, steps, "export with static signatures")
       compiled = str(work / "static_export")
       saved_model.export_run(storage.parent(export_dir), compiled, static_signatures=True)
     buckets = static_buckets(compiled)
     if not buckets:
       raise _refuse_unprunable(export_dir)
-    _compile_levels_in_fresh_processes(compiled, work / "aot", cpus)
+    levels_done = []
+    progress(1, steps, f"tfcompile {len(buckets)} bucket(s), {len(cpus)} CPU level(s)")
+
+    def level_compiled(cpu: str) -> None:
+      levels_done.append(cpu)
+      progress(1 + len(levels_done), steps, "link" if len(levels_done) == len(cpus) else f"compiled for {cpu}")
+
+    _compile_levels_in_fresh_processes(compiled, work / "aot", cpus, level_compiled)
     _link(work, work / "aot", buckets, cpus, runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE,
           include_dir, work / LIBRARY_NAME)
+    progress(steps, steps, "linked")
     if compiled != export_dir:
       shutil.rmtree(compiled)
     shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)

@@ -50,7 +50,7 @@ class Ranking:
     return [(int(i), float(self.scores[i])) for i in self.order[:count]]
 
 
-def _check_export_dir(export_dir: pathlib.Path) -> None:
+def check_export_dir(export_dir: pathlib.Path) -> None:
   """Raises InputError, saying where the serving model is, unless `export_dir` holds one."""
   if (export_dir / "saved_model.pb").exists():
     return
@@ -72,7 +72,7 @@ class Ranker:
     if configs_per_call < 1:
       raise ValueError(f"configs_per_call must be positive, got {configs_per_call}")
     self.export_dir = pathlib.Path(export_dir)
-    _check_export_dir(self.export_dir)
+    check_export_dir(self.export_dir)
     self._score = tf.saved_model.load(str(self.export_dir)).signatures.get(saved_model.PLAIN_SIGNATURE)
     inputs = set(self._score.structured_input_signature[1]) if self._score is not None else set()
     kinds = [kind for kind in ("tile", "layout") if inputs == set(saved_model.plain_input_names(kind))]

@@ -165,8 +165,11 @@ def parseable_examples(kind: str, examples: tf.Tensor) -> tf.Tensor:
   parsed_elements = tf.data.Dataset.from_tensor_slices(examples).enumerate().map(parsed).ignore_errors().reduce(
       tf.zeros([count], tf.bool), lambda held, element: tf.tensor_scatter_nd_update(held, [[element[0]]],
                                                                                      [element[1] >= 0]))
+  # The first element that did not parse; Assert computes its data even where the check passes, and
+  # an argmin over an empty batch fails, so a False stands past the end.
+  first_unparsed = tf.argmin(tf.cast(tf.concat([parsed_elements, [False]], 0), tf.int32))
   check = tf.debugging.Assert(tf.reduce_all(parsed_elements), [
-      "examples: element", tf.argmin(tf.cast(parsed_elements, tf.int32)),
+      "examples: element", first_unparsed,
       f"(zero-based) is no serialized GraphTensor of the {kind} schema (data/schemas/{kind}.pbtxt): garbage bytes, "
       "another message or one missing the schema's features"])
   with tf.control_dependencies([check]):
