@@ -9,7 +9,7 @@
 // TuningData (one tile graph per kernel), or an HloModuleProto or HloProto (XLA's
 // --xla_dump_hlo_as_proto): the unlabelled program graph or, with --kernels, one tile graph per
 // fusion. --num_candidates: candidate configs instead (tpu_graphs/hlo/candidates.py). Exit status
-// 0; 1 for input that cannot be featurized (one line naming the problem); 2 for bad flags.
+// 0; 1 for input that cannot be featurized or work beyond native/hlo/work_limits.h's defaults (one line naming the problem); 2 for bad flags.
 
 #include <sys/stat.h>
 
@@ -47,8 +47,10 @@ int Main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(IntegerFlag(flags, "seed", 0));
   const std::string input = FromCallerDirectory(flags["input"]);
   const std::string output_dir = FromCallerDirectory(flags["output_dir"]);
-  const HloInput parsed = ParseHloInput(ReadHloFile(input), input);
-  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed)
+  const WorkLimits limits{};
+  CheckCandidateCount(num_candidates, limits);
+  const HloInput parsed = ParseHloInput(ReadHloFile(input, limits), input);
+  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed, limits)
                                                        : GraphsOfInput(parsed, kernels);
   MakeDirectories(output_dir);
   for (const Graph& graph : graphs) {

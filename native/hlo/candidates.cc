@@ -249,7 +249,8 @@ std::pair<std::vector<int64_t>, std::optional<std::pair<int64_t, int64_t>>> Kern
 }  // namespace
 
 Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidates, uint64_t seed,
-                        const std::string& given_source, const std::optional<std::vector<int64_t>>& configurable) {
+                        const std::string& given_source, const std::optional<std::vector<int64_t>>& configurable,
+                        const WorkLimits& limits) {
   if (num_candidates < 1) throw HloError("", "num_candidates must be positive, got " + std::to_string(num_candidates));
   const std::string source = given_source.empty() ? ModuleSource(module) : given_source;
   const ModuleGraph nodes = FeaturizeModule(module, source);
@@ -286,6 +287,10 @@ Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidate
       slots.emplace_back(std::move(orders));
     }
   }
+  int64_t combinations = 1;  // capped at num_candidates, as SampledLayoutChoices counts them
+  for (const int64_t size : sizes) combinations = combinations > num_candidates ? combinations : combinations * size;
+  CheckConfigBytes(std::min(combinations, num_candidates),
+                   static_cast<int64_t>(node_ids.size()) * kLayoutConfigFeatures, limits, source);
   SplitMix64 random(seed);
   const std::vector<std::vector<int64_t>> picked = SampledLayoutChoices(sizes, num_candidates, random);
   Graph graph = GraphOfModule(nodes, module.name(), kLayoutCollection);
@@ -314,7 +319,7 @@ Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidate
 }
 
 Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates, uint64_t seed,
-                       const std::string& given_source) {
+                       const std::string& given_source, const WorkLimits& limits) {
   if (num_candidates < 1) throw HloError("", "num_candidates must be positive, got " + std::to_string(num_candidates));
   const std::string source = given_source.empty() ? "HLO kernel module " + Quoted(kernel.name()) : given_source;
   Graph graph = GraphOfModule(FeaturizeModule(kernel, source), kernel.name(), kTileCollection);
@@ -328,6 +333,7 @@ Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates
     }
     pairs = std::move(sampled);
   }
+  CheckConfigBytes(static_cast<int64_t>(pairs.size()), kTileConfigFeatures, limits, source);
   graph.split = "test";
   graph.num_configs = static_cast<int64_t>(pairs.size());
   graph.config_feat.resize(graph.num_configs * kTileConfigFeatures);
@@ -340,7 +346,9 @@ Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates
   return graph;
 }
 
-std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_candidates, bool kernels, uint64_t seed) {
+std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_candidates, bool kernels, uint64_t seed,
+                                          const WorkLimits& limits) {
+  CheckCandidateCount(num_candidates, limits);
   if (input.kind == HloInput::Kind::kTuningData) {
     if (!kernels) {
       throw HloError(input.source, "holds kernels' tuning data (TuningData): their candidates are tile sizes "
@@ -350,7 +358,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
     for (const ModuleTuningData& tuned : input.tuning_data.modules()) {
       const std::string source =
           input.source.empty() ? "" : input.source + " (module " + Quoted(tuned.module().name()) + ")";
-      graphs.push_back(KernelCandidates(tuned.module(), num_candidates, seed, source));
+      graphs.push_back(KernelCandidates(tuned.module(), num_candidates, seed, source, limits));
     }
     return graphs;
   }
@@ -359,7 +367,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
   if (kernels) {
     std::vector<Graph> graphs;
     for (const xla::HloModuleProto& kernel : KernelModules(module, input.source)) {
-      graphs.push_back(KernelCandidates(kernel, num_candidates, seed, KernelSource(input.source, kernel)));
+      graphs.push_back(KernelCandidates(kernel, num_candidates, seed, KernelSource(input.source, kernel), limits));
     }
     return graphs;
   }
@@ -370,7 +378,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
       configurable->push_back(static_cast<int64_t>(node));
     }
   }
-  return {ProgramCandidates(module, num_candidates, seed, input.source, configurable)};
+  return {ProgramCandidates(module, num_candidates, seed, input.source, configurable, limits)};
 }
 
 }  // namespace tpu_graphs

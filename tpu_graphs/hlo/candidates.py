@@ -33,6 +33,7 @@ from tpu_graphs.hlo import featurize, fusion_kernels, hlo_input, module_check
 from tpu_graphs.hlo import features
 from tpu_graphs.hlo import splitmix64
 from tpu_graphs.hlo import tuning_pb2
+from tpu_graphs.hlo import work_limits
 
 MXU_OPCODES = frozenset({"convolution", "dot"})
 MAX_TILE_CANDIDATES = 2000
@@ -136,8 +137,8 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: Random) -> np.nda
 
 def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                        graph_id: Optional[str] = None, collection: str = "layout:xla:default",
-                       source: Optional[str] = None,
-                       configurable: Optional[Sequence[int]] = None) -> graphs.LayoutGraph:
+                       source: Optional[str] = None, configurable: Optional[Sequence[int]] = None,
+                       limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> graphs.LayoutGraph:
   """An unlabelled layout graph of a whole module whose configs are candidate layouts.
 
   Configurable nodes are `configurable` (node indices, as a tuning data's config_index_to_node)
@@ -149,6 +150,7 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
 
   Raises:
     graphs.GraphFileError: a malformed module, or one with no configurable node.
+    work_limits.WorkLimitError: config features beyond `limits`, before any is drawn.
   """
   if num_candidates < 1:
     raise ValueError(f"num_candidates must be positive, got {num_candidates}")
@@ -173,6 +175,8 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
   if not node_ids:
     raise graphs.GraphFileError(source, "has no convolution, dot or reshape: no layout to choose")
   variables = [choices for node in slot_choices for choices in node if choices is not None]
+  work_limits.check_config_bytes(min(num_candidates, math.prod(len(v) for v in variables)),
+                                 len(node_ids) * graphs.LAYOUT_CONFIG_FEATURE_WIDTH, limits, source)
   picked = sampled_layout_choices(np.asarray([len(v) for v in variables], np.int64), num_candidates,
                                   splitmix64.SplitMix64(seed))
   config_feat = np.full((picked.shape[0], len(node_ids), features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS),
@@ -247,7 +251,8 @@ def sampled_indices(n: int, count: int, rng: Random) -> list[int]:
 
 
 def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
-                      collection: str = "tile:xla", source: Optional[str] = None) -> graphs.TileGraph:
+                      collection: str = "tile:xla", source: Optional[str] = None,
+                      limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> graphs.TileGraph:
   """An unlabelled tile graph of one kernel module (fusion_kernels.kernel_modules) whose configs are its
   candidate tile sizes (`tile_candidates`), at most `num_candidates` of them drawn with `seed`
   (splitmix64)."""
@@ -259,6 +264,7 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
   pairs = tile_candidates(*kernel_extents(kernel), rng)
   if len(pairs) > num_candidates:
     pairs = [pairs[i] for i in sampled_indices(len(pairs), num_candidates, rng)]
+  work_limits.check_config_bytes(len(pairs), graphs.TILE_CONFIG_FEATURE_WIDTH, limits, source)
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
       output_bounds=output, kernel_bounds=kernel_tile)) for output, kernel_tile in pairs])
   arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
@@ -268,7 +274,8 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
 
 
 def candidate_graphs(proto: hlo_input.HloProto, num_candidates: int, kernels: bool = False, seed: int = 0,
-                     source: Optional[str] = None) -> list[graphs.Graph]:
+                     source: Optional[str] = None,
+                     limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> list[graphs.Graph]:
   """The candidate configs of a proto's module: its program's candidate layouts (the configurable
   nodes of a ModuleTuningData, measured or not, kept), or with `kernels` the candidate tile sizes
   of each fusion of an optimized module (of each kernel of a TuningData). `source` (a file) is what
@@ -276,23 +283,28 @@ def candidate_graphs(proto: hlo_input.HloProto, num_candidates: int, kernels: bo
 
   Raises:
     graphs.GraphFileError: a TuningData without `kernels`, or (`kernels`) a module without fusions.
+    work_limits.WorkLimitError: more candidates than `limits` allow, before the module is featurized.
   """
+  work_limits.check_candidate_count(num_candidates, limits)
   if isinstance(proto, tuning_pb2.TuningData):
     if not kernels:
       raise graphs.GraphFileError(source or "tile tuning data", "holds kernels' tuning data (TuningData): their "
                                   "candidates are tile sizes (--kernels)")
-    return [kernel_candidates(m.module, num_candidates, seed, source=source and f"{source} (module {m.module.name!r})")
-            for m in proto.modules]
+    return [kernel_candidates(m.module, num_candidates, seed, source=source and f"{source} (module {m.module.name!r})",
+                              limits=limits) for m in proto.modules]
   tuned = isinstance(proto, tuning_pb2.ModuleTuningData)
   module = proto.module if tuned else proto
   if kernels:
-    return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})")
+    return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})", limits=limits)
             for k in fusion_kernels.kernel_modules(module, source=source)]
   return [program_candidates(module, num_candidates, seed, source=source,
-                             configurable=list(proto.config_index_to_node) if tuned else None)]
+                             configurable=list(proto.config_index_to_node) if tuned else None, limits=limits)]
 
 
 def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: int, kernels: bool = False,
-                               seed: int = 0) -> list[graphs.Graph]:
+                               seed: int = 0,
+                               limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> list[graphs.Graph]:
   """candidate_graphs of the proto in a .pb file (hlo_input.read_hlo_file), errors naming `path`."""
-  return candidate_graphs(hlo_input.read_hlo_file(path), num_candidates, kernels, seed, str(path))
+  work_limits.check_candidate_count(num_candidates, limits)
+  return candidate_graphs(hlo_input.read_hlo_file(path, limits.max_module_bytes), num_candidates, kernels, seed,
+                          str(path), limits)
