@@ -15,6 +15,9 @@ measured runs; tuning data without runs holds none), up to that many configs as 
 would try them (tpu_graphs/hlo/candidates.py): combinations of the program's ops' candidate
 layouts (config 0 the default), or with --kernels each fusion's candidate tile sizes; config i is
 candidate i, drawn with --seed. //native:rank --hlo ranks the same candidates without Python.
+Candidates keep the layouts of the entry computation's parameters and result, which its caller
+fixes, and of layout-constrained custom calls (tpu_graphs/hlo/layout_changes.py);
+--change_entry_layouts lets them change the entry's.
 --max_candidates, --max_module_bytes, --max_config_bytes bound the work (tpu_graphs/hlo/work_limits.py):
 beyond them the input is refused in one line before anything large is allocated.
 
@@ -22,8 +25,9 @@ Each best config is printed with what it sets (tpu_graphs/hlo/descriptions.py): 
 kernel tile sizes, or the layouts of the instructions it moves from the module's own, by
 instruction name. --json writes [{"id", "collection", "num_configs", "layouts_meaning" (layout),
 "best": [{"config", "score", "output_tile", "kernel_tile"} or {"config", "score", "layouts":
-{instruction: {"result": [dims], "operand 0": [dims], ...}}}]}] per graph; "layouts_meaning"
-says how to read the layouts (the listed dims minor-most, the others free). A module another
+{instruction: {"result": {"dims": [dims], "change": kind}, "operand 0": {...}, ...}}}]}] per graph;
+"layouts_meaning" says how to read the layouts (the listed dims minor-most, the others free; the
+kind of change: internal, entry parameter, entry result, custom call). A module another
 backend (CPU, GPU) compiled gets a line, and "backend_note", saying the model was trained on TPU
 measurements (tpu_graphs/hlo/module_origin.py).
 """
@@ -75,6 +79,9 @@ _NUM_CANDIDATES = flags.DEFINE_integer(
     "num_candidates", None, "For an HLO module or tuning data: rank up to this many candidate configs (layout "
     "combinations, or with --kernels tile sizes per fusion) instead of the ones it holds.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the candidates drawn with --num_candidates.")
+_CHANGE_ENTRY_LAYOUTS = flags.DEFINE_bool(
+    "change_entry_layouts", False, "Candidates may change the layouts of the entry computation's parameters and "
+    "result (the caller owns the entry computation layout); by default they keep them.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
 _MAX_CANDIDATES = flags.DEFINE_integer("max_candidates", work_limits.MAX_CANDIDATES,
@@ -111,7 +118,8 @@ def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list, Optional[str]]:
         raise graphs.GraphFileError(path, f"{graph.graph_id} has no configs to rank: nothing was measured yet "
                                     "(tuning data without runs); rank its candidates instead (--num_candidates)")
   else:
-    found = candidates.candidate_graphs(proto, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value, path, limits)
+    found = candidates.candidate_graphs(proto, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value, path, limits,
+                                        _CHANGE_ENTRY_LAYOUTS.value)
   module = proto.module if isinstance(proto, tuning_pb2.ModuleTuningData) else proto
   configurables = [descriptions.configurable_tensors(module, graph.node_config_ids)
                    if isinstance(graph, graphs.LayoutGraph) else None for graph in found]

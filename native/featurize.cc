@@ -39,7 +39,7 @@ void MakeDirectories(const std::string& path) {
 
 int Main(int argc, char** argv) {
   Flags flags = {{"input", ""}, {"output_dir", "out/featurized"}, {"kernels", "false"}, {"num_candidates", "0"},
-                 {"seed", "0"}};
+                 {"seed", "0"}, {"change_entry_layouts", "false"}};
   ParseFlags(argc, argv, flags);
   if (flags["input"].empty()) throw UsageError("--input is required");
   const bool kernels = BooleanFlag(flags, "kernels");
@@ -50,7 +50,8 @@ int Main(int argc, char** argv) {
   const WorkLimits limits{};
   CheckCandidateCount(num_candidates, limits);
   const HloInput parsed = ParseHloInput(ReadHloFile(input, limits), input);
-  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed, limits)
+  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed, limits,
+                                                                                BooleanFlag(flags, "change_entry_layouts"))
                                                        : GraphsOfInput(parsed, kernels);
   MakeDirectories(output_dir);
   for (const Graph& graph : graphs) {
@@ -71,5 +72,5 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("featurize", "featurize --input=<.pb> [--output_dir=<dir>] [--kernels] "
-                                "[--num_candidates=N] [--seed=S]", tpu_graphs::Main, argc, argv);
+                                "[--num_candidates=N] [--seed=S] [--change_entry_layouts]", tpu_graphs::Main, argc, argv);
 }

@@ -17,6 +17,8 @@
 //              --xla_dump_hlo_as_proto) or tuning data: its program's layout configs or, with
 //              --kernels, its fusions' tile configs; --num_candidates=N: N candidate configs drawn
 //              with --seed (tpu_graphs/hlo/candidates.py) instead of the ones it holds.
+// --change_entry_layouts: candidates may change the layouts of the entry computation's parameters
+//              and result (kept by default: native/hlo/layout_changes.h).
 // --max_candidates, --max_module_bytes, --max_config_bytes: the work an --hlo module may take on
 //              (native/hlo/work_limits.h; the defaults of tpu_graphs_rank_options); beyond them it
 //              is refused in one line before anything large is allocated.
@@ -275,8 +277,9 @@ std::vector<GraphRanking> RankingsOf(const tpu_graphs_module_ranking& ranking) {
         if (sets.layouts.empty() || sets.layouts.back().instruction != layout.instruction) {
           sets.layouts.push_back({layout.instruction, {}});
         }
-        sets.layouts.back().tensors.push_back(
-            {layout.operand + 1, std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims)});
+        sets.layouts.back().tensors.push_back({layout.operand + 1,
+                                               std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims),
+                                               kLayoutChangeKinds[layout.change]});
       }
       ranked.best.push_back({best.config, best.score, std::move(sets)});
     }
@@ -327,7 +330,8 @@ std::string DefaultTensorflowLibrary() {
 // The rankings of an --hlo module by the compiled library: one tpu_graphs_rank_module call.
 std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, const std::string& bytes, bool kernels,
                                                 int64_t num_candidates, uint64_t seed, int64_t top,
-                                                const WorkLimits& limits, int64_t repeat, std::string* backend_note) {
+                                                const WorkLimits& limits, bool change_entry_layouts, int64_t repeat,
+                                                std::string* backend_note) {
   if (library.rank_module == nullptr) {
     throw std::runtime_error("the model library has no tpu_graphs_rank_module (compiled before it had one): compile "
                              "it again with baselines/compile_native.py");
@@ -341,7 +345,8 @@ std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, con
   auto call = [&] {
     tpu_graphs_module_ranking* ranking = nullptr;
     char message[1024] = "";
-    const tpu_graphs_rank_options options{limits.max_candidates, limits.max_module_bytes, limits.max_config_bytes};
+    const tpu_graphs_rank_options options{limits.max_candidates, limits.max_module_bytes, limits.max_config_bytes,
+                                          change_entry_layouts};
     const int status = library.rank_module(bytes.data(), bytes.size(), num_candidates, seed, top, &options, &ranking,
                                            message, sizeof(message));
     if (status != TPU_GRAPHS_OK) {
@@ -363,7 +368,7 @@ int Main(int argc, char** argv) {
                  {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"},
                  {"max_candidates", std::to_string(kDefaultMaxCandidates)},
                  {"max_module_bytes", std::to_string(kDefaultMaxModuleBytes)},
-                 {"max_config_bytes", std::to_string(kDefaultMaxConfigBytes)}};
+                 {"max_config_bytes", std::to_string(kDefaultMaxConfigBytes)}, {"change_entry_layouts", "false"}};
   ParseFlags(argc, argv, flags);
   if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
   if (flags["model"].empty() || flags["input"].empty() == flags["hlo"].empty()) {
@@ -372,7 +377,7 @@ int Main(int argc, char** argv) {
   const int64_t top = IntegerFlag(flags, "top", 1), configs_per_call = IntegerFlag(flags, "configs_per_call", 1);
   const int64_t repeat = IntegerFlag(flags, "repeat", 0), num_candidates = IntegerFlag(flags, "num_candidates", 0);
   const uint64_t seed = static_cast<uint64_t>(IntegerFlag(flags, "seed", 0));
-  const bool kernels = BooleanFlag(flags, "kernels");
+  const bool kernels = BooleanFlag(flags, "kernels"), change_entry_layouts = BooleanFlag(flags, "change_entry_layouts");
   if (flags["hlo"].empty() && (kernels || num_candidates > 0)) {
     throw UsageError("--kernels and --num_candidates are for an --hlo module");
   }
@@ -398,17 +403,20 @@ int Main(int argc, char** argv) {
   if (!flags["hlo"].empty()) {
     const std::string path = FromCallerDirectory(flags["hlo"]);
     const std::string bytes = ReadHloFile(path, limits);
-    auto featurize = [&] { return GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits); };
+    auto featurize = [&] {
+      return GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits, change_entry_layouts);
+    };
     const std::vector<Graph> graphs = featurize();  // names the file in errors, and checks it before any call
     if (repeat > 0) PrintMedian("featurize", repeat, featurize);
     if (aot) {
-      rankings = RankModuleWithLibrary(library, bytes, kernels, num_candidates, seed, top, limits, repeat,
-                                       &backend_note);
+      rankings = RankModuleWithLibrary(library, bytes, kernels, num_candidates, seed, top, limits,
+                                       change_entry_layouts, repeat, &backend_note);
     } else {
       backend_note = BackendNote(ParseHloInput(bytes, path));
       auto rank = [&] {
         std::vector<GraphRanking> ranked;
-        for (const Graph& graph : GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits)) {
+        for (const Graph& graph :
+             GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits, change_entry_layouts)) {
           ranked.push_back(RankGraph(graph, [&](const Graph& g) { return score(FileOfGraph(g)); }, top));
         }
         return ranked;
@@ -446,6 +454,6 @@ int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("rank", "rank --mode=aot|capi --model=<export dir> (--input=<npz> | --hlo=<pb> "
                                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
                                 "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N] "
-                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N]",
+                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts]",
                                 tpu_graphs::Main, argc, argv);
 }

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "native/hlo/layout_changes.h"
+
 namespace tpu_graphs {
 namespace {
 
@@ -58,6 +60,7 @@ std::string Sets(const RankedConfig& config, bool tile) {
     text += sets.layouts[i].instruction;
     for (const TensorLayout& tensor : sets.layouts[i].tensors) {
       text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
+      if (tensor.change != kInternalChange && tensor.change != kUnknownChange) text += " (" + tensor.change + ")";
     }
   }
   if (moved > kInstructionsShown) text += "; and " + std::to_string(moved - kInstructionsShown) + " more";
@@ -71,7 +74,8 @@ std::string JsonOfSets(const ConfigDescription& sets, bool tile) {
     text += std::string(i ? "," : "") + "\n     " + JsonString(sets.layouts[i].instruction) + ": {";
     for (size_t t = 0; t < sets.layouts[i].tensors.size(); ++t) {
       const TensorLayout& tensor = sets.layouts[i].tensors[t];
-      text += std::string(t ? ", " : "") + JsonString(TensorRole(tensor.tensor)) + ": " + List(tensor.dims);
+      text += std::string(t ? ", " : "") + JsonString(TensorRole(tensor.tensor)) + ": {\"dims\": " +
+              List(tensor.dims) + ", \"change\": " + JsonString(tensor.change) + "}";
     }
     text += "}";
   }

@@ -69,6 +69,15 @@ int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat, const uin
                             const int64_t* node_config_ids, int64_t num_configs, const float* node_config_feat,
                             float* scores, char* message, size_t message_size);
 
+/* Whose layout a tensor's is, and so what kind of change setting it is (docs/compiler.md#only-changes-it-may-make). */
+enum tpu_graphs_layout_change {
+  TPU_GRAPHS_INTERNAL = 0,        /* inside the program: XLA's layout assignment chooses it */
+  TPU_GRAPHS_ENTRY_PARAMETER = 1, /* an entry computation parameter's: the program's caller fixes it */
+  TPU_GRAPHS_ENTRY_RESULT = 2,    /* the entry computation result's: the same */
+  TPU_GRAPHS_CUSTOM_CALL = 3,     /* fixed by a layout-constrained custom call: never changed */
+  TPU_GRAPHS_UNKNOWN_CHANGE = 4,  /* no module known */
+};
+
 /* A minor-to-major order a config sets on one tensor of one instruction: dims[0, num_dims) are
  * the tensor's minor-most dimensions, minor-most first; its other dimensions are free (a partial
  * order, as XLA's layout assignment may complete it). */
@@ -77,6 +86,7 @@ struct tpu_graphs_tensor_layout {
   int32_t operand;         /* -1: the instruction's result; k >= 0: its operand k */
   int32_t num_dims;
   int64_t dims[6];
+  int32_t change; /* a tpu_graphs_layout_change */
 };
 
 /* One of the best configs of a graph. */
@@ -112,7 +122,7 @@ struct tpu_graphs_module_ranking {
   const char* backend_note;
 };
 
-/* What one tpu_graphs_rank_module call may take on; a null pointer takes the defaults. A call
+/* What one tpu_graphs_rank_module call may take on and change; a null pointer takes the defaults. A call
  * beyond a limit is refused with TPU_GRAPHS_TOO_LARGE and a message naming the limit before anything
  * large is allocated. Every limit must be at least 1 (TPU_GRAPHS_INVALID_INPUT otherwise).
  * The defaults suit a compiler's process on a small machine (docs/compiler.md#bounded-work). */
@@ -122,13 +132,18 @@ struct tpu_graphs_rank_options {
   /* The config features of one graph's candidates at most this many bytes: 4 bytes per feature,
    * 24 features per tile config, 18 per configurable op of a layout config. */
   int64_t max_config_bytes;
+  /* Only changes it may make: 0 (the default) keeps the layouts of the entry computation's
+   * parameters and result, which the program's caller fixes, in every candidate; 1 lets
+   * candidates change them (the caller owns the entry computation layout). A layout-constrained
+   * custom call's layouts are kept either way. */
+  int32_t change_entry_layouts;
 };
 
 #define TPU_GRAPHS_DEFAULT_MAX_CANDIDATES 100000
 #define TPU_GRAPHS_DEFAULT_MAX_MODULE_BYTES (INT64_C(64) << 20)
 #define TPU_GRAPHS_DEFAULT_MAX_CONFIG_BYTES (INT64_C(128) << 20)
 #define TPU_GRAPHS_DEFAULT_RANK_OPTIONS \
-  { TPU_GRAPHS_DEFAULT_MAX_CANDIDATES, TPU_GRAPHS_DEFAULT_MAX_MODULE_BYTES, TPU_GRAPHS_DEFAULT_MAX_CONFIG_BYTES }
+  { TPU_GRAPHS_DEFAULT_MAX_CANDIDATES, TPU_GRAPHS_DEFAULT_MAX_MODULE_BYTES, TPU_GRAPHS_DEFAULT_MAX_CONFIG_BYTES, 0 }
 
 /* Ranks the configs of a serialized XLA module (module_size bytes at module): an HloModuleProto
  * (module->ToProto(), JAX's as_serialized_hlo_module_proto(), TensorFlow's

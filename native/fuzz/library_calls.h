@@ -31,7 +31,8 @@ inline void CheckStatus(int status, const std::vector<char>& message, size_t mes
 
 // The options of a tpu_graphs_rank_module call, by bits 1-2 of `entry`: none (null: the defaults),
 // the defaults written out, limits a small module reaches (8 candidates, 4 KiB of module, 2 KiB
-// of config features), or a limit of 0, which must be refused. `storage` holds what is pointed to.
+// of config features) with the entry's layouts free to change, or a limit of 0, which must be
+// refused. `storage` holds what is pointed to.
 inline const tpu_graphs_rank_options* DrawnOptions(uint8_t entry, tpu_graphs_rank_options& storage) {
   switch ((entry >> 1) & 3) {
     case 0:
@@ -40,7 +41,7 @@ inline const tpu_graphs_rank_options* DrawnOptions(uint8_t entry, tpu_graphs_ran
       storage = TPU_GRAPHS_DEFAULT_RANK_OPTIONS;
       return &storage;
     case 2:
-      storage = {8, 4096, 2048};
+      storage = {8, 4096, 2048, 1};
       return &storage;
     default:
       storage = {0, 4096, 2048};

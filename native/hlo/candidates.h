@@ -21,10 +21,12 @@ namespace tpu_graphs {
 // at its default, the others distinct combinations drawn with `seed`. The configurable ops are
 // `configurable` (node indices, e.g. a tuning data's config_index_to_node) where given, else the
 // convolutions, dots and reshapes. Throws HloError naming `source` ("": the module), WorkLimitError
-// where the candidates' config features would exceed `limits` (before they are drawn).
+// where the candidates' config features would exceed `limits` (before they are drawn). A tensor
+// whose layout a change may not touch (MayChange: an entry parameter's or result's unless
+// `change_entry_layouts`, a constrained custom call's) keeps its own layout in every config.
 Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidates, uint64_t seed,
                         const std::string& source, const std::optional<std::vector<int64_t>>& configurable = {},
-                        const WorkLimits& limits = {});
+                        const WorkLimits& limits = {}, bool change_entry_layouts = false);
 
 // candidates.kernel_candidates: an unlabelled tile graph of one kernel module whose configs are
 // its candidate tile sizes, at most `num_candidates` of them drawn with `seed`.
@@ -36,7 +38,7 @@ Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates
 // (each tuned kernel's) candidate tile sizes. WorkLimitError for more candidates than `limits`
 // allow, before the module is featurized.
 std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_candidates, bool kernels, uint64_t seed,
-                                          const WorkLimits& limits = {});
+                                          const WorkLimits& limits = {}, bool change_entry_layouts = false);
 
 }  // namespace tpu_graphs
 

@@ -13,6 +13,7 @@
 #include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
 #include "native/hlo/work_limits.h"
+#include "native/hlo/config_description.h"
 #include "library_checks.h"
 
 namespace tpu_graphs {
@@ -25,6 +26,8 @@ struct ScoreRefused {
 };
 
 constexpr tpu_graphs_rank_options kDefaultRankOptions = TPU_GRAPHS_DEFAULT_RANK_OPTIONS;
+static_assert(TPU_GRAPHS_UNKNOWN_CHANGE + 1 == sizeof(kLayoutChangeKinds) / sizeof(kLayoutChangeKinds[0]),
+              "every kind of change has a tpu_graphs_layout_change");
 static_assert(kDefaultRankOptions.max_candidates == kDefaultMaxCandidates &&
                   kDefaultRankOptions.max_module_bytes == kDefaultMaxModuleBytes &&
                   kDefaultRankOptions.max_config_bytes == kDefaultMaxConfigBytes,
@@ -53,7 +56,9 @@ tpu_graphs_ranked_config RankedConfigOf(const RankedConfig& ranked, OwnedRanking
   for (const InstructionLayouts& instruction : ranked.sets.layouts) {
     const char* name = owner.Keep(instruction.instruction);
     for (const TensorLayout& tensor : instruction.tensors) {
-      tpu_graphs_tensor_layout layout{name, tensor.tensor - 1, static_cast<int32_t>(tensor.dims.size()), {}};
+      const auto kind = std::find(std::begin(kLayoutChangeKinds), std::end(kLayoutChangeKinds), tensor.change);
+      tpu_graphs_tensor_layout layout{name, tensor.tensor - 1, static_cast<int32_t>(tensor.dims.size()), {},
+                                      static_cast<int32_t>(kind - std::begin(kLayoutChangeKinds))};
       for (size_t i = 0; i < tensor.dims.size() && i < 6; ++i) layout.dims[i] = tensor.dims[i];
       layouts.push_back(layout);
     }
@@ -118,7 +123,8 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
     const HloInput input = ParseHloInput({static_cast<const char*>(module), module_size}, "");
     const Scorer score = LibraryScorer(score_tile, score_layout);
     auto owner = std::make_unique<OwnedRanking>();
-    for (const Graph& graph : GraphsToRank(input, score_tile != nullptr, num_candidates, seed, limits)) {
+    for (const Graph& graph : GraphsToRank(input, score_tile != nullptr, num_candidates, seed, limits,
+                                           given.change_entry_layouts != 0)) {
       const GraphRanking ranked = RankGraph(graph, score, top_k);
       auto& configs = owner->configs.emplace_back();
       for (const RankedConfig& config : ranked.best) configs.push_back(RankedConfigOf(config, *owner));

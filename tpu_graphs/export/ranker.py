@@ -103,7 +103,8 @@ class Ranker:
     return Ranking(graph.graph_id, graph.collection, scores, np.argsort(scores, kind="stable"))
 
   def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False, num_candidates: Optional[int] = None,
-                seed: int = 0, limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> list[Ranking]:
+                seed: int = 0, limits: work_limits.WorkLimits = work_limits.WorkLimits(),
+                change_entry_layouts: bool = False) -> list[Ranking]:
     """Rankings of the graphs in a TpuGraphs .npz file (one) or an HLO .pb file.
 
     A .pb file goes through featurize.graphs_from_file (`kernels`: one tile graph per fusion of an
@@ -112,7 +113,8 @@ class Ranker:
     layout combinations, or with `kernels` tile sizes per fusion, drawn with `seed`); config i of
     a ranking is then candidate i, whose layouts or tile sizes the graph's config features hold.
     Raises graphs.GraphFileError naming the file for unreadable input, work_limits.WorkLimitError
-    for work beyond `limits` (before it is done).
+    for work beyond `limits` (before it is done). Candidates leave the entry computation's parameter
+    and result layouts alone unless `change_entry_layouts` (layout_changes.py).
     """
     path = pathlib.Path(path)
     if path.suffix == ".npz":
@@ -121,7 +123,8 @@ class Ranker:
                                 "for an HLO module (.pb)")
       found = [npz.read_graph(path, stream_configs=True)]
     elif num_candidates is not None:
-      found = candidates.candidate_graphs_from_file(path, num_candidates, kernels=kernels, seed=seed, limits=limits)
+      found = candidates.candidate_graphs_from_file(path, num_candidates, kernels=kernels, seed=seed, limits=limits,
+                                                    change_entry_layouts=change_entry_layouts)
     else:
       found = featurize.graphs_of_proto(hlo_input.read_hlo_file(path, limits.max_module_bytes), kernels, str(path))
     return [self.rank(graph) for graph in found]
