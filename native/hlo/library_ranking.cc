@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "native/hlo/config_description.h"
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/hlo_input.h"
 #include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
 #include "native/hlo/work_limits.h"
-#include "native/hlo/config_description.h"
 #include "library_checks.h"
 
 namespace tpu_graphs {
