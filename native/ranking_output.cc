@@ -60,7 +60,10 @@ std::string Sets(const RankedConfig& config, bool tile) {
     text += sets.layouts[i].instruction;
     for (const TensorLayout& tensor : sets.layouts[i].tensors) {
       text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
-      if (tensor.change != kInternalChange && tensor.change != kUnknownChange) text += " (" + tensor.change + ")";
+      if (tensor.change == kEntryParameterChange || tensor.change == kEntryResultChange ||
+          tensor.change == kCustomCallChange) {
+        text += " (" + tensor.change + ")";
+      }
     }
   }
   if (moved > kInstructionsShown) text += "; and " + std::to_string(moved - kInstructionsShown) + " more";

@@ -71,11 +71,12 @@ int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat, const uin
 
 /* Whose layout a tensor's is, and so what kind of change setting it is (docs/compiler.md#only-changes-it-may-make). */
 enum tpu_graphs_layout_change {
-  TPU_GRAPHS_INTERNAL = 0,        /* inside the program: XLA's layout assignment chooses it */
-  TPU_GRAPHS_ENTRY_PARAMETER = 1, /* an entry computation parameter's: the program's caller fixes it */
-  TPU_GRAPHS_ENTRY_RESULT = 2,    /* the entry computation result's: the same */
-  TPU_GRAPHS_CUSTOM_CALL = 3,     /* fixed by a layout-constrained custom call: never changed */
-  TPU_GRAPHS_UNKNOWN_CHANGE = 4,  /* no module known */
+  TPU_GRAPHS_KEPT = 0,            /* the tensor's own layout: no change (listed beside a moved one) */
+  TPU_GRAPHS_INTERNAL = 1,        /* inside the program: XLA's layout assignment chooses it */
+  TPU_GRAPHS_ENTRY_PARAMETER = 2, /* an entry computation parameter's: the program's caller fixes it */
+  TPU_GRAPHS_ENTRY_RESULT = 3,    /* the entry computation result's: the same */
+  TPU_GRAPHS_CUSTOM_CALL = 4,     /* fixed by a layout-constrained custom call: never changed */
+  TPU_GRAPHS_UNKNOWN_CHANGE = 5,  /* no module known */
 };
 
 /* A minor-to-major order a config sets on one tensor of one instruction: dims[0, num_dims) are

@@ -63,9 +63,12 @@ def test_candidates_keep_the_entry_layouts_by_default_and_change_them_when_allow
   assert _fixed_tensors_keep_their_layouts(kept, configurable, {layout_changes.INTERNAL})
   assert not _fixed_tensors_keep_their_layouts(changed, configurable, {layout_changes.INTERNAL})
   assert changed.num_configs > kept.num_configs
-  moved = [descriptions.describe(changed, c, configurable)["layouts"] for c in range(changed.num_configs)]
-  marked = {tensor["change"] for layouts in moved for tensors in layouts.values() for tensor in tensors.values()}
+  def marks(graph):
+    described = [descriptions.describe(graph, c, configurable)["layouts"] for c in range(graph.num_configs)]
+    return described, {t["change"] for layouts in described for ts in layouts.values() for t in ts.values()}
+  moved, marked = marks(changed)
   assert layout_changes.ENTRY_PARAMETER in marked
+  assert not set(layout_changes.FIXED_BY_OTHERS) & marks(kept)[1]  # listed beside a moved tensor: "kept"
   line = next(descriptions.summary({"layouts": layouts}) for layouts in moved
               if any(t["change"] == layout_changes.ENTRY_PARAMETER for ts in layouts.values() for t in ts.values()))
   assert "(entry parameter)" in line

@@ -92,7 +92,7 @@ void CheckRanking(const tpu_graphs_module_ranking& ranking, int64_t top_k) {
       for (int64_t k = 0; k < best.num_layouts; ++k) {
         const tpu_graphs_tensor_layout& layout = best.layouts[k];
         if (layout.instruction == nullptr || layout.operand < -1 || layout.num_dims < 0 || layout.num_dims > 6 ||
-            layout.change < TPU_GRAPHS_INTERNAL || layout.change > TPU_GRAPHS_UNKNOWN_CHANGE) {
+            layout.change < TPU_GRAPHS_KEPT || layout.change > TPU_GRAPHS_UNKNOWN_CHANGE) {
           std::abort();
         }
         volatile size_t length = std::strlen(layout.instruction);

@@ -17,11 +17,11 @@ namespace tpu_graphs {
 struct TensorLayout {
   int tensor;                 // 0: the result; k > 0: operand k - 1
   std::vector<int64_t> dims;
-  std::string change;         // whose layout it is (layout_changes.h): "internal", "entry parameter", ...
+  std::string change;         // "kept" (its own layout), else whose layout it is (layout_changes.h)
 };
 
 // The kinds of change in the order of the C interface's tpu_graphs_layout_change values.
-extern const char* const kLayoutChangeKinds[5];
+extern const char* const kLayoutChangeKinds[6];
 
 struct InstructionLayouts {
   std::string instruction;  // its name ("node <i>" where the graph knows no names)

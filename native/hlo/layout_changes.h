@@ -17,6 +17,7 @@ inline constexpr char kEntryParameterChange[] = "entry parameter";
 inline constexpr char kEntryResultChange[] = "entry result";
 inline constexpr char kCustomCallChange[] = "custom call";
 inline constexpr char kUnknownChange[] = "unknown";  // no module known (an npz file)
+inline constexpr char kKeptLayout[] = "kept";         // a described tensor left at its own layout
 
 // layout_changes.change_kinds: instruction id -> the kind of a change to its result's layout, for
 // every instruction whose kind is not internal.

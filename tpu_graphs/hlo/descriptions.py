@@ -5,7 +5,8 @@
 * Layout configs: {"layouts": {instruction name: {"result": {"dims": dims, "change": kind},
   "operand 0": {...}, ...}}} for every instruction the config moves from the module's own layouts
   (LAYOUTS_MEANING says how to read it); kind says whose layout the tensor's is
-  (layout_changes.py: "internal", "entry parameter", "entry result", "custom call"). Without a
+  (layout_changes.py: "internal", "entry parameter", "entry result", "custom call"; "kept" where
+  the config leaves the tensor at its own layout). Without a
   module (an npz file names no instructions) the keys are "node <i>", every configurable node the
   config sets anything on is listed, and the kind is "unknown".
 
@@ -31,10 +32,10 @@ LAYOUTS_MEANING = (
     "layouts: for each instruction the config moves from the module's own layouts (named as in the module; "
     "'node <i>' where the input names none), the minor_to_major order it sets on the instruction's result and "
     "operands: the listed dims are the tensor's minor-most dims, minor-most first, and its other dims are free "
-    "(a partial order, as XLA's layout assignment may complete it); 'change' says whose layout it is: 'internal' "
-    "(XLA's layout assignment chooses it), 'entry parameter' or 'entry result' (the entry computation layout's, "
-    "fixed by the program's caller), 'custom call' (fixed by a layout-constrained custom call), 'unknown' (no "
-    "module)")
+    "(a partial order, as XLA's layout assignment may complete it); 'change' says what kind of change it is: "
+    "'kept' (the tensor's own layout), 'internal' (a layout XLA's layout assignment chooses), 'entry parameter' or "
+    "'entry result' (the entry computation layout's, fixed by the program's caller), 'custom call' (fixed by a "
+    "layout-constrained custom call), 'unknown' (no module)")
 # Instructions a summary names before it says how many more a config moves.
 _INSTRUCTIONS_SHOWN = 3
 
@@ -80,20 +81,20 @@ def describe_layout_config(node_config_feat: np.ndarray, node_config_ids: np.nda
                            configurable: Optional[Sequence[ConfigurableTensors]] = None) -> dict:
   """What a layout config sets, from its (nc, 18) features: the instructions one of whose tensors
   it sets to other minor-most dims than the module's own layout, with all the tensors it sets
-  there and the kind of change each is. `configurable`: per configurable node its name, own
+  there and the kind of change each is ("kept" for a tensor it leaves at its own layout). `configurable`: per configurable node its name, own
   layouts and change kinds (configurable_tensors), or None where no module is known (then every
   node it sets anything on, of kind "unknown")."""
   layouts = {}
   for j, tensors in enumerate(node_config_feat.reshape(-1, features.LAYOUT_MAX_TENSORS, features.LAYOUT_MAX_DIMS)):
     known = configurable[j] if configurable is not None else None
     set_dims = [[int(d) for d in tensor if d >= 0] for tensor in tensors]
-    moved = any(dims and (known is None or t >= len(known.own_layouts)
-                          or list(known.own_layouts[t][:len(dims)]) != dims)
-                for t, dims in enumerate(set_dims))
-    if moved:
+    moved = [bool(dims) and (known is None or t >= len(known.own_layouts)
+                             or list(known.own_layouts[t][:len(dims)]) != dims) for t, dims in enumerate(set_dims)]
+    if any(moved):
       name = known.name if known is not None else f"node {int(node_config_ids[j])}"
-      layouts[name] = {tensor_role(t): {"dims": dims, "change": known.changes[t] if known is not None and
-                                        t < len(known.changes) else layout_changes.UNKNOWN}
+      layouts[name] = {tensor_role(t): {"dims": dims, "change": layout_changes.KEPT if not moved[t]
+                                        else known.changes[t] if known is not None and t < len(known.changes)
+                                        else layout_changes.UNKNOWN}
                        for t, dims in enumerate(set_dims) if dims}
   return {"layouts": layouts}
 
@@ -108,7 +109,7 @@ def describe(graph: graphs.Graph, config: int, configurable: Optional[Sequence[C
 def summary(description: dict) -> str:
   """One line of what a described config sets: 'output tile [4, 8]; kernel tile [..]', or 'moves 2
   instructions: convolution.4 result [0, 1] operand 1 [2, 3] (entry parameter); ...', a tensor's
-  kind of change said where it is the entry's or a custom call's."""
+  kind of change said where a moved tensor is the entry's or a custom call's."""
   if "output_tile" in description:
     kernel = description["kernel_tile"]
     return f"output tile {description['output_tile']}" + (f"; kernel tile {kernel}" if kernel else "")
@@ -116,7 +117,7 @@ def summary(description: dict) -> str:
   if not layouts:
     return "keeps the module's own layouts"
   shown = "; ".join(name + "".join(f" {role} {tensor['dims']}" + (
-      f" ({tensor['change']})" if tensor["change"] not in (layout_changes.INTERNAL, layout_changes.UNKNOWN) else "")
+      f" ({tensor['change']})" if tensor["change"] in layout_changes.FIXED_BY_OTHERS else "")
                                    for role, tensor in tensors.items())
                     for name, tensors in list(layouts.items())[:_INSTRUCTIONS_SHOWN])
   more = f"; and {len(layouts) - _INSTRUCTIONS_SHOWN} more" if len(layouts) > _INSTRUCTIONS_SHOWN else ""

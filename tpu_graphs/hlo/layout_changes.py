@@ -27,6 +27,10 @@ ENTRY_RESULT = "entry result"
 CUSTOM_CALL = "custom call"
 # Where no module is known (an npz file names no instructions).
 UNKNOWN = "unknown"
+# A described tensor the config leaves at its own layout: no change.
+KEPT = "kept"
+# The kinds whose layouts belong to someone other than the compiler's layout assignment.
+FIXED_BY_OTHERS = (ENTRY_PARAMETER, ENTRY_RESULT, CUSTOM_CALL)
 
 
 def entry_results(by_id: dict, root_id: int) -> list[int]:
