@@ -43,22 +43,27 @@ from typing import Callable, Optional, Sequence
 TENSORFLOW_MODULES = r"(tensorflow\w*|keras|tf_keras)(\.|$)"
 
 
-def requested_verbosity(argv: Sequence[str]) -> Optional[int]:
-  """The value of `--verbosity`/`-v` in `argv` (absl's spellings), or None where it is absent or
-  not an integer (absl then reports the bad value itself)."""
-  value = None
+def flag_text(argv: Sequence[str], names: Sequence[str]) -> Optional[str]:
+  """The text of the last of the flags `names` (absl's spellings: '--name', '-name'; '=value' or
+  the next argument) in `argv`, read before flags are parsed; None where absent."""
+  text = None
   arguments = iter(argv)
   for argument in arguments:
     if argument == "--":
       break
-    name, equals, text = argument.partition("=")
-    if name in ("--verbosity", "-verbosity", "--v", "-v"):
-      text = text if equals else next(arguments, "")
-      try:
-        value = int(text)
-      except ValueError:
-        value = None
-  return value
+    name, equals, value = argument.partition("=")
+    if any(name in (f"--{flag}", f"-{flag}") for flag in names):
+      text = value if equals else next(arguments, "")
+  return text
+
+
+def requested_verbosity(argv: Sequence[str]) -> Optional[int]:
+  """The value of `--verbosity`/`-v` in `argv` (absl's spellings), or None where it is absent or
+  not an integer (absl then reports the bad value itself)."""
+  try:
+    return int(flag_text(argv, ("verbosity", "v")))
+  except (TypeError, ValueError):
+    return None
 
 
 def tensorflow_log_level(verbosity: Optional[int]) -> int:

@@ -15,27 +15,59 @@ measured runs; tuning data without runs holds none), up to that many configs as 
 would try them (tpu_graphs/hlo/candidates.py): combinations of the program's ops' candidate
 layouts (config 0 the default), or with --kernels each fusion's candidate tile sizes; config i is
 candidate i, drawn with --seed. //native:rank --hlo ranks the same candidates without Python.
+Candidates keep the layouts of the entry computation's parameters and result, which its caller
+fixes, and of layout-constrained custom calls (tpu_graphs/hlo/layout_changes.py);
+--change_entry_layouts lets them change the entry's.
+--max_candidates, --max_module_bytes, --max_config_bytes bound the work (tpu_graphs/hlo/work_limits.py):
+beyond them the input is refused in one line before anything large is allocated.
 
 Each best config is printed with what it sets (tpu_graphs/hlo/descriptions.py): the output and
 kernel tile sizes, or the layouts of the instructions it moves from the module's own, by
 instruction name. --json writes [{"id", "collection", "num_configs", "layouts_meaning" (layout),
 "best": [{"config", "score", "output_tile", "kernel_tile"} or {"config", "score", "layouts":
-{instruction: {"result": [dims], "operand 0": [dims], ...}}}]}] per graph; "layouts_meaning"
-says how to read the layouts (the listed dims minor-most, the others free).
+{instruction: {"result": {"dims": [dims], "change": kind}, "operand 0": {...}, ...}}}]}] per graph;
+"layouts_meaning" says how to read the layouts (the listed dims minor-most, the others free; the
+kind of change: internal, entry parameter, entry result, custom call). A module another
+backend (CPU, GPU) compiled gets a line, and "backend_note", saying the model was trained on TPU
+measurements (tpu_graphs/hlo/module_origin.py).
 """
 
 import json
 import pathlib
+import sys
+from typing import Optional
 
+from baselines import program
+from tpu_graphs.hlo import work_limits
+
+
+def refuse_too_many_candidates(argv: list[str]) -> None:
+  """Ends the program with one line where --num_candidates is above --max_candidates, before
+  TensorFlow loads (seconds), as the flags' own check in main() would later."""
+  try:
+    asked = int(program.flag_text(argv, ["num_candidates"]) or 0)
+    limit = int(program.flag_text(argv, ["max_candidates"]) or work_limits.MAX_CANDIDATES)
+  except ValueError:
+    return  # absl reports the bad value
+  try:
+    work_limits.check_candidate_count(asked, work_limits.WorkLimits(max_candidates=limit))
+  except work_limits.WorkLimitError as error:
+    sys.exit(f"{pathlib.Path(sys.argv[0]).stem}: {error}")
+
+
+if __name__ == "__main__":
+  refuse_too_many_candidates(sys.argv[1:])
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import numpy as np
 
-from baselines import program
 from tpu_graphs.data import graphs, npz, storage
 from tpu_graphs.export import ranker
 from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import module_origin
 from tpu_graphs.hlo import tuning_pb2
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
@@ -47,9 +79,19 @@ _NUM_CANDIDATES = flags.DEFINE_integer(
     "num_candidates", None, "For an HLO module or tuning data: rank up to this many candidate configs (layout "
     "combinations, or with --kernels tile sizes per fusion) instead of the ones it holds.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of the candidates drawn with --num_candidates.")
+_CHANGE_ENTRY_LAYOUTS = flags.DEFINE_bool(
+    "change_entry_layouts", False, "Candidates may change the layouts of the entry computation's parameters and "
+    "result (the caller owns the entry computation layout); by default they keep them.")
 _CONFIGS_PER_CALL = flags.DEFINE_integer("configs_per_call", ranker.DEFAULT_CONFIGS_PER_CALL,
                                          "Configs scored per model call (bounds memory).")
-program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES)
+_MAX_CANDIDATES = flags.DEFINE_integer("max_candidates", work_limits.MAX_CANDIDATES,
+                                       "The most candidates --num_candidates may ask for (bounds the work).")
+_MAX_MODULE_BYTES = flags.DEFINE_integer("max_module_bytes", work_limits.MAX_MODULE_BYTES,
+                                         "The largest .pb input read, in bytes.")
+_MAX_CONFIG_BYTES = flags.DEFINE_integer("max_config_bytes", work_limits.MAX_CONFIG_BYTES,
+                                         "The most bytes of config features one graph's candidates may take.")
+program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES, _MAX_CANDIDATES, _MAX_MODULE_BYTES,
+                         _MAX_CONFIG_BYTES)
 program.require_at_least(0, _SEED)
 
 
@@ -58,15 +100,22 @@ ONE_CONFIG_HINT = ("one config to rank: the input holds only its own; --num_cand
                    "drawn as XLA's autotuners would try them")
 
 
-def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list]:
-  """The graphs of --input with their configs, and per graph the configurable instructions its
-  descriptions name (None: tile graphs, and npz files, which name no instructions)."""
+def _work_limits() -> work_limits.WorkLimits:
+  return work_limits.WorkLimits(_MAX_CANDIDATES.value, _MAX_MODULE_BYTES.value, _MAX_CONFIG_BYTES.value)
+
+
+def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list, Optional[str]]:
+  """The graphs of --input with their configs; per graph the configurable instructions its
+  descriptions name (None: tile graphs, and npz files, which name no instructions); the line
+  saying the model was trained on TPU measurements for a module another backend compiled, or None
+  (module_origin.py)."""
   if path.endswith(".npz"):
     if _NUM_CANDIDATES.value is not None or _KERNELS.value:
       raise graphs.GraphFileError(path, "an npz file carries its graph and configs; --kernels and --num_candidates "
                                   "are for an HLO module (.pb)")
-    return [npz.read_graph(path, stream_configs=True)], [None]
-  proto = hlo_input.read_hlo_file(path)
+    return [npz.read_graph(path, stream_configs=True)], [None], None
+  limits = _work_limits()
+  proto = hlo_input.read_hlo_file(path, limits.max_module_bytes)
   if _NUM_CANDIDATES.value is None:
     found = featurize.graphs_of_proto(proto, _KERNELS.value, path)
     for graph in found:
@@ -74,10 +123,12 @@ def graphs_to_rank(path: str) -> tuple[list[graphs.Graph], list]:
         raise graphs.GraphFileError(path, f"{graph.graph_id} has no configs to rank: nothing was measured yet "
                                     "(tuning data without runs); rank its candidates instead (--num_candidates)")
   else:
-    found = candidates.candidate_graphs(proto, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value, path)
+    found = candidates.candidate_graphs(proto, _NUM_CANDIDATES.value, _KERNELS.value, _SEED.value, path, limits,
+                                        _CHANGE_ENTRY_LAYOUTS.value)
   module = proto.module if isinstance(proto, tuning_pb2.ModuleTuningData) else proto
-  return found, [descriptions.configurable_tensors(module, graph.node_config_ids)
-                 if isinstance(graph, graphs.LayoutGraph) else None for graph in found]
+  configurables = [descriptions.configurable_tensors(module, graph.node_config_ids)
+                   if isinstance(graph, graphs.LayoutGraph) else None for graph in found]
+  return found, configurables, module_origin.backend_note(proto)
 
 
 def described(graph: graphs.Graph, configs: list[int], configurable) -> list[dict]:
@@ -99,8 +150,13 @@ def described(graph: graphs.Graph, configs: list[int], configurable) -> list[dic
 def main(argv):
   del argv
   program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
+  if _NUM_CANDIDATES.value is not None:
+    work_limits.check_candidate_count(_NUM_CANDIDATES.value, _work_limits())  # before the model loads
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
-  found, configurables = graphs_to_rank(_INPUT.value)
+  found, configurables, backend_note = graphs_to_rank(_INPUT.value)
+  if backend_note:
+    print(backend_note)
+  note = {"backend_note": backend_note} if backend_note else {}
   result = []
   for graph, configurable in zip(found, configurables):
     ranking = model.rank(graph)
@@ -113,7 +169,7 @@ def main(argv):
       print(f"  config {index} ({score:.4g}): {descriptions.summary(sets)}")
     meaning = {"layouts_meaning": descriptions.LAYOUTS_MEANING} if isinstance(graph, graphs.LayoutGraph) else {}
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
-                   **meaning, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})
+                   **meaning, **note, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})
   if (found and not _INPUT.value.endswith(".npz") and _NUM_CANDIDATES.value is None
       and all(graph.num_configs == 1 for graph in found)):
     print(ONE_CONFIG_HINT)

@@ -9,7 +9,7 @@
 // TuningData (one tile graph per kernel), or an HloModuleProto or HloProto (XLA's
 // --xla_dump_hlo_as_proto): the unlabelled program graph or, with --kernels, one tile graph per
 // fusion. --num_candidates: candidate configs instead (tpu_graphs/hlo/candidates.py). Exit status
-// 0; 1 for input that cannot be featurized (one line naming the problem); 2 for bad flags.
+// 0; 1 for input that cannot be featurized or work beyond native/hlo/work_limits.h's defaults (one line naming the problem); 2 for bad flags.
 
 #include <sys/stat.h>
 
@@ -39,7 +39,7 @@ void MakeDirectories(const std::string& path) {
 
 int Main(int argc, char** argv) {
   Flags flags = {{"input", ""}, {"output_dir", "out/featurized"}, {"kernels", "false"}, {"num_candidates", "0"},
-                 {"seed", "0"}};
+                 {"seed", "0"}, {"change_entry_layouts", "false"}};
   ParseFlags(argc, argv, flags);
   if (flags["input"].empty()) throw UsageError("--input is required");
   const bool kernels = BooleanFlag(flags, "kernels");
@@ -47,8 +47,11 @@ int Main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(IntegerFlag(flags, "seed", 0));
   const std::string input = FromCallerDirectory(flags["input"]);
   const std::string output_dir = FromCallerDirectory(flags["output_dir"]);
-  const HloInput parsed = ParseHloInput(ReadHloFile(input), input);
-  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed)
+  const WorkLimits limits{};
+  CheckCandidateCount(num_candidates, limits);
+  const HloInput parsed = ParseHloInput(ReadHloFile(input, limits), input);
+  const std::vector<Graph> graphs = num_candidates > 0 ? CandidateGraphsOfInput(parsed, num_candidates, kernels, seed, limits,
+                                                                                BooleanFlag(flags, "change_entry_layouts"))
                                                        : GraphsOfInput(parsed, kernels);
   MakeDirectories(output_dir);
   for (const Graph& graph : graphs) {
@@ -69,5 +72,5 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("featurize", "featurize --input=<.pb> [--output_dir=<dir>] [--kernels] "
-                                "[--num_candidates=N] [--seed=S]", tpu_graphs::Main, argc, argv);
+                                "[--num_candidates=N] [--seed=S] [--change_entry_layouts]", tpu_graphs::Main, argc, argv);
 }

@@ -459,8 +459,8 @@ extern "C" int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat
 }
 
 extern "C" int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
-                                      int64_t top_k, tpu_graphs_module_ranking** ranking, char* message,
-                                      size_t message_size) {
-  return tpu_graphs::RankModuleWithLibrary(nullptr, &tpu_graphs_score_layout, module, module_size, num_candidates,
-                                           seed, top_k, ranking, message, message_size);
+                                      int64_t top_k, const tpu_graphs_rank_options* options,
+                                      tpu_graphs_module_ranking** ranking, char* message, size_t message_size) {
+  return tpu_graphs::RankModuleWithLibrary(nullptr, &tpu_graphs_score_layout, module, module_size, num_candidates, seed,
+                                           top_k, options, ranking, message, message_size);
 }

@@ -17,6 +17,11 @@
 //              --xla_dump_hlo_as_proto) or tuning data: its program's layout configs or, with
 //              --kernels, its fusions' tile configs; --num_candidates=N: N candidate configs drawn
 //              with --seed (tpu_graphs/hlo/candidates.py) instead of the ones it holds.
+// --change_entry_layouts: candidates may change the layouts of the entry computation's parameters
+//              and result (kept by default: native/hlo/layout_changes.h).
+// --max_candidates, --max_module_bytes, --max_config_bytes: the work an --hlo module may take on
+//              (native/hlo/work_limits.h; the defaults of tpu_graphs_rank_options); beyond them it
+//              is refused in one line before anything large is allocated.
 // --repeat=N (benchmarks/native.py) ranks N more times and prints the median seconds per call
 // (with --hlo: also of featurizing in this process) and the process's peak RSS. Exit status 0; 1
 // for input or a model that cannot be used (one line naming the problem); 2 for bad flags.
@@ -44,6 +49,7 @@
 #include "native/graph_arrays.h"
 #include "native/hlo/config_description.h"
 #include "native/hlo/hlo_input.h"
+#include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
 #include "native/npz.h"
 #include "native/ranking_output.h"
@@ -274,8 +280,9 @@ std::vector<GraphRanking> RankingsOf(const tpu_graphs_module_ranking& ranking) {
         if (sets.layouts.empty() || sets.layouts.back().instruction != layout.instruction) {
           sets.layouts.push_back({layout.instruction, {}});
         }
-        sets.layouts.back().tensors.push_back(
-            {layout.operand + 1, std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims)});
+        sets.layouts.back().tensors.push_back({layout.operand + 1,
+                                               std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims),
+                                               kLayoutChangeKinds[layout.change]});
       }
       ranked.best.push_back({best.config, best.score, std::move(sets)});
     }
@@ -325,7 +332,9 @@ std::string DefaultTensorflowLibrary() {
 
 // The rankings of an --hlo module by the compiled library: one tpu_graphs_rank_module call.
 std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, const std::string& bytes, bool kernels,
-                                                int64_t num_candidates, uint64_t seed, int64_t top, int64_t repeat) {
+                                                int64_t num_candidates, uint64_t seed, int64_t top,
+                                                const WorkLimits& limits, bool change_entry_layouts, int64_t repeat,
+                                                std::string* backend_note) {
   if (library.rank_module == nullptr) {
     throw std::runtime_error("the model library has no tpu_graphs_rank_module (compiled before it had one): compile "
                              "it again with baselines/compile_native.py");
@@ -339,12 +348,15 @@ std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, con
   auto call = [&] {
     tpu_graphs_module_ranking* ranking = nullptr;
     char message[1024] = "";
-    const int status = library.rank_module(bytes.data(), bytes.size(), num_candidates, seed, top, &ranking, message,
-                                           sizeof(message));
+    const tpu_graphs_rank_options options{limits.max_candidates, limits.max_module_bytes, limits.max_config_bytes,
+                                          change_entry_layouts};
+    const int status = library.rank_module(bytes.data(), bytes.size(), num_candidates, seed, top, &options, &ranking,
+                                           message, sizeof(message));
     if (status != TPU_GRAPHS_OK) {
       throw std::runtime_error("the model library refused it (status " + std::to_string(status) + "): " + message);
     }
     std::vector<GraphRanking> rankings = RankingsOf(*ranking);
+    *backend_note = ranking->backend_note == nullptr ? "" : ranking->backend_note;
     library.free_module_ranking(ranking);
     return rankings;
   };
@@ -356,7 +368,10 @@ std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, con
 int Main(int argc, char** argv) {
   Flags flags = {{"mode", "aot"}, {"model", ""}, {"input", ""}, {"hlo", ""}, {"kernels", "false"},
                  {"num_candidates", "0"}, {"seed", "0"}, {"top", "5"}, {"json", ""}, {"library", ""},
-                 {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"}};
+                 {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"},
+                 {"max_candidates", std::to_string(kDefaultMaxCandidates)},
+                 {"max_module_bytes", std::to_string(kDefaultMaxModuleBytes)},
+                 {"max_config_bytes", std::to_string(kDefaultMaxConfigBytes)}, {"change_entry_layouts", "false"}};
   ParseFlags(argc, argv, flags);
   if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
   if (flags["model"].empty() || flags["input"].empty() == flags["hlo"].empty()) {
@@ -365,10 +380,13 @@ int Main(int argc, char** argv) {
   const int64_t top = IntegerFlag(flags, "top", 1), configs_per_call = IntegerFlag(flags, "configs_per_call", 1);
   const int64_t repeat = IntegerFlag(flags, "repeat", 0), num_candidates = IntegerFlag(flags, "num_candidates", 0);
   const uint64_t seed = static_cast<uint64_t>(IntegerFlag(flags, "seed", 0));
-  const bool kernels = BooleanFlag(flags, "kernels");
+  const bool kernels = BooleanFlag(flags, "kernels"), change_entry_layouts = BooleanFlag(flags, "change_entry_layouts");
   if (flags["hlo"].empty() && (kernels || num_candidates > 0)) {
     throw UsageError("--kernels and --num_candidates are for an --hlo module");
   }
+  const WorkLimits limits{IntegerFlag(flags, "max_candidates", 1), IntegerFlag(flags, "max_module_bytes", 1),
+                          IntegerFlag(flags, "max_config_bytes", 1)};
+  CheckCandidateCount(num_candidates, limits);  // before the model loads
   const std::string model = FromCallerDirectory(flags["model"]);
   auto exists = [](const std::string& path) { return access(path.c_str(), F_OK) == 0; };
   if (!exists(model + "/saved_model.pb") && exists(model + "/export/saved_model.pb")) {  // as baselines/rank.py says
@@ -388,18 +406,24 @@ int Main(int argc, char** argv) {
                                                 : FromCallerDirectory(flags["tensorflow_library"]),
                                             model, configs_per_call);
   std::vector<GraphRanking> rankings;
+  std::string backend_note;  // module_origin.h: "" for an npz file or a TPU module
   if (!flags["hlo"].empty()) {
     const std::string path = FromCallerDirectory(flags["hlo"]);
-    const std::string bytes = ReadHloFile(path);
-    auto featurize = [&] { return GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed); };
+    const std::string bytes = ReadHloFile(path, limits);
+    auto featurize = [&] {
+      return GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits, change_entry_layouts);
+    };
     const std::vector<Graph> graphs = featurize();  // names the file in errors, and checks it before any call
     if (repeat > 0) PrintMedian("featurize", repeat, featurize);
     if (aot) {
-      rankings = RankModuleWithLibrary(library, bytes, kernels, num_candidates, seed, top, repeat);
+      rankings = RankModuleWithLibrary(library, bytes, kernels, num_candidates, seed, top, limits,
+                                       change_entry_layouts, repeat, &backend_note);
     } else {
+      backend_note = BackendNote(ParseHloInput(bytes, path));
       auto rank = [&] {
         std::vector<GraphRanking> ranked;
-        for (const Graph& graph : GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed)) {
+        for (const Graph& graph :
+             GraphsToRank(ParseHloInput(bytes, path), kernels, num_candidates, seed, limits, change_entry_layouts)) {
           ranked.push_back(RankGraph(graph, [&](const Graph& g) { return score(FileOfGraph(g)); }, top));
         }
         return ranked;
@@ -418,6 +442,7 @@ int Main(int argc, char** argv) {
     rankings = {RankFile(graph, scores, top)};
   }
   if (repeat > 0) PrintPeakMemory();
+  if (!backend_note.empty()) std::printf("%s\n", backend_note.c_str());
   for (const GraphRanking& ranking : rankings) std::printf("%s", RankingText(ranking).c_str());
   if (!flags["hlo"].empty() && !rankings.empty() && num_candidates == 0 &&
       std::all_of(rankings.begin(), rankings.end(), [](const GraphRanking& r) { return r.num_configs == 1; })) {
@@ -427,7 +452,7 @@ int Main(int argc, char** argv) {
   if (!flags["json"].empty()) {
     const std::string path = FromCallerDirectory(flags["json"]);
     const std::string temporary = path + ".tmp";
-    std::ofstream(temporary) << RankingJson(rankings);
+    std::ofstream(temporary) << RankingJson(rankings, backend_note);
     if (std::rename(temporary.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
     std::printf("wrote %s\n", path.c_str());
   }
@@ -440,6 +465,7 @@ int Main(int argc, char** argv) {
 int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("rank", "rank [--mode=aot|capi] --model=<export dir> (--input=<npz> | --hlo=<pb> "
                                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
-                                "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N]",
+                                "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N] "
+                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts]",
                                 tpu_graphs::Main, argc, argv);
 }

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "native/hlo/layout_changes.h"
+
 namespace tpu_graphs {
 namespace {
 
@@ -27,7 +29,7 @@ std::string Number(double value) {
   return std::string(text, result.ptr);
 }
 
-std::string Quoted(const std::string& text) {
+std::string JsonString(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
     if (c == '"' || c == '\\') {
@@ -58,6 +60,10 @@ std::string Sets(const RankedConfig& config, bool tile) {
     text += sets.layouts[i].instruction;
     for (const TensorLayout& tensor : sets.layouts[i].tensors) {
       text += " " + TensorRole(tensor.tensor) + " " + List(tensor.dims);
+      if (tensor.change == kEntryParameterChange || tensor.change == kEntryResultChange ||
+          tensor.change == kCustomCallChange) {
+        text += " (" + tensor.change + ")";
+      }
     }
   }
   if (moved > kInstructionsShown) text += "; and " + std::to_string(moved - kInstructionsShown) + " more";
@@ -68,10 +74,11 @@ std::string JsonOfSets(const ConfigDescription& sets, bool tile) {
   if (tile) return "\"output_tile\": " + List(sets.output_tile) + ", \"kernel_tile\": " + List(sets.kernel_tile);
   std::string text = "\"layouts\": {";
   for (size_t i = 0; i < sets.layouts.size(); ++i) {
-    text += std::string(i ? "," : "") + "\n     " + Quoted(sets.layouts[i].instruction) + ": {";
+    text += std::string(i ? "," : "") + "\n     " + JsonString(sets.layouts[i].instruction) + ": {";
     for (size_t t = 0; t < sets.layouts[i].tensors.size(); ++t) {
       const TensorLayout& tensor = sets.layouts[i].tensors[t];
-      text += std::string(t ? ", " : "") + Quoted(TensorRole(tensor.tensor)) + ": " + List(tensor.dims);
+      text += std::string(t ? ", " : "") + JsonString(TensorRole(tensor.tensor)) + ": {\"dims\": " +
+              List(tensor.dims) + ", \"change\": " + JsonString(tensor.change) + "}";
     }
     text += "}";
   }
@@ -95,14 +102,15 @@ std::string RankingText(const GraphRanking& ranking) {
   return text;
 }
 
-std::string RankingJson(const std::vector<GraphRanking>& rankings) {
+std::string RankingJson(const std::vector<GraphRanking>& rankings, const std::string& backend_note) {
   std::string text = "[";
   for (size_t g = 0; g < rankings.size(); ++g) {
     const GraphRanking& ranking = rankings[g];
     const bool tile = ranking.collection.rfind("tile", 0) == 0;
-    text += std::string(g ? "," : "") + "\n {\n  \"id\": " + Quoted(ranking.graph_id) + ",\n  \"collection\": " +
-            Quoted(ranking.collection) + ",\n  \"num_configs\": " + std::to_string(ranking.num_configs) + ",\n";
-    if (!tile) text += "  \"layouts_meaning\": " + Quoted(kLayoutsMeaning) + ",\n";
+    text += std::string(g ? "," : "") + "\n {\n  \"id\": " + JsonString(ranking.graph_id) + ",\n  \"collection\": " +
+            JsonString(ranking.collection) + ",\n  \"num_configs\": " + std::to_string(ranking.num_configs) + ",\n";
+    if (!tile) text += "  \"layouts_meaning\": " + JsonString(kLayoutsMeaning) + ",\n";
+    if (!backend_note.empty()) text += "  \"backend_note\": " + JsonString(backend_note) + ",\n";
     text += "  \"best\": [";
     for (size_t i = 0; i < ranking.best.size(); ++i) {
       const RankedConfig& config = ranking.best[i];

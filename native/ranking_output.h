@@ -14,9 +14,10 @@ namespace tpu_graphs {
 // "  config 3 (0.1): moves 2 instructions: convolution.4 result [0, 1] operand 1 [2, 3]; ...\n".
 std::string RankingText(const GraphRanking& ranking);
 
-// [{"id", "collection", "num_configs", ("layouts_meaning",) "best": [{"config", "score",
-// "output_tile", "kernel_tile"} or {"config", "score", "layouts": {name: {role: dims}}}]}].
-std::string RankingJson(const std::vector<GraphRanking>& rankings);
+// [{"id", "collection", "num_configs", ("layouts_meaning",) ("backend_note",) "best": [{"config",
+// "score", "output_tile", "kernel_tile"} or {"config", "score", "layouts": {name: {role: dims}}}]}];
+// "backend_note" where `backend_note` is not empty (module_origin.h).
+std::string RankingJson(const std::vector<GraphRanking>& rankings, const std::string& backend_note);
 
 }  // namespace tpu_graphs
 

@@ -23,7 +23,8 @@ extern "C" {
 enum tpu_graphs_status {
   TPU_GRAPHS_OK = 0,
   /* More ops or edges (layout: after pruning; or configurable ops) than the largest compiled
-   * bucket (tpu_graphs_tile_limits, tpu_graphs_layout_limits): refused, not cut. */
+   * bucket (tpu_graphs_tile_limits, tpu_graphs_layout_limits), or more work than a
+   * tpu_graphs_rank_module call's limits allow (tpu_graphs_rank_options): refused, not cut. */
   TPU_GRAPHS_TOO_LARGE = 1,
   /* Input the model cannot score: no ops, NaN or infinite features, an edge naming no op, a
    * negative count, a null array with a positive count; layout: no or repeated configurable ops,
@@ -68,6 +69,16 @@ int tpu_graphs_score_layout(int64_t num_nodes, const float* node_feat, const uin
                             const int64_t* node_config_ids, int64_t num_configs, const float* node_config_feat,
                             float* scores, char* message, size_t message_size);
 
+/* Whose layout a tensor's is, and so what kind of change setting it is (docs/compiler.md#only-changes-it-may-make). */
+enum tpu_graphs_layout_change {
+  TPU_GRAPHS_KEPT = 0,            /* the tensor's own layout: no change (listed beside a moved one) */
+  TPU_GRAPHS_INTERNAL = 1,        /* inside the program: XLA's layout assignment chooses it */
+  TPU_GRAPHS_ENTRY_PARAMETER = 2, /* an entry computation parameter's: the program's caller fixes it */
+  TPU_GRAPHS_ENTRY_RESULT = 3,    /* the entry computation result's: the same */
+  TPU_GRAPHS_CUSTOM_CALL = 4,     /* fixed by a layout-constrained custom call: never changed */
+  TPU_GRAPHS_UNKNOWN_CHANGE = 5,  /* no module known */
+};
+
 /* A minor-to-major order a config sets on one tensor of one instruction: dims[0, num_dims) are
  * the tensor's minor-most dimensions, minor-most first; its other dimensions are free (a partial
  * order, as XLA's layout assignment may complete it). */
@@ -76,6 +87,7 @@ struct tpu_graphs_tensor_layout {
   int32_t operand;         /* -1: the instruction's result; k >= 0: its operand k */
   int32_t num_dims;
   int64_t dims[6];
+  int32_t change; /* a tpu_graphs_layout_change */
 };
 
 /* One of the best configs of a graph. */
@@ -106,7 +118,33 @@ struct tpu_graphs_graph_ranking {
 struct tpu_graphs_module_ranking {
   int64_t num_graphs; /* 1 for a layout model; one per fusion for a tile model */
   const struct tpu_graphs_graph_ranking* graphs;
+  /* null, or one line saying the model was trained on TPU measurements where the module was
+   * compiled for another backend (CPU, GPU: docs/compiler.md#where-the-module-comes-from). */
+  const char* backend_note;
 };
+
+/* What one tpu_graphs_rank_module call may take on and change; a null pointer takes the defaults. A call
+ * beyond a limit is refused with TPU_GRAPHS_TOO_LARGE and a message naming the limit before anything
+ * large is allocated. Every limit must be at least 1 (TPU_GRAPHS_INVALID_INPUT otherwise).
+ * The defaults suit a compiler's process on a small machine (docs/compiler.md#bounded-work). */
+struct tpu_graphs_rank_options {
+  int64_t max_candidates;   /* num_candidates at most this */
+  int64_t max_module_bytes; /* module_size at most this */
+  /* The config features of one graph's candidates at most this many bytes: 4 bytes per feature,
+   * 24 features per tile config, 18 per configurable op of a layout config. */
+  int64_t max_config_bytes;
+  /* Only changes it may make: 0 (the default) keeps the layouts of the entry computation's
+   * parameters and result, which the program's caller fixes, in every candidate; 1 lets
+   * candidates change them (the caller owns the entry computation layout). A layout-constrained
+   * custom call's layouts are kept either way. */
+  int32_t change_entry_layouts;
+};
+
+#define TPU_GRAPHS_DEFAULT_MAX_CANDIDATES 100000
+#define TPU_GRAPHS_DEFAULT_MAX_MODULE_BYTES (INT64_C(64) << 20)
+#define TPU_GRAPHS_DEFAULT_MAX_CONFIG_BYTES (INT64_C(128) << 20)
+#define TPU_GRAPHS_DEFAULT_RANK_OPTIONS \
+  { TPU_GRAPHS_DEFAULT_MAX_CANDIDATES, TPU_GRAPHS_DEFAULT_MAX_MODULE_BYTES, TPU_GRAPHS_DEFAULT_MAX_CONFIG_BYTES, 0 }
 
 /* Ranks the configs of a serialized XLA module (module_size bytes at module): an HloModuleProto
  * (module->ToProto(), JAX's as_serialized_hlo_module_proto(), TensorFlow's
@@ -118,14 +156,15 @@ struct tpu_graphs_module_ranking {
  *     defaults), a tile model's candidate tile sizes of each fusion of an optimized module;
  *   num_candidates == 0: the configs the input holds (a tuning data's measured runs).
  * Writes *ranking (free it with tpu_graphs_free_module_ranking) with the top_k best configs of
- * each graph. Returns TPU_GRAPHS_OK, or a status with a message as the score functions do:
- * TPU_GRAPHS_INVALID_INPUT for bytes that are no such proto or a malformed module (a dangling
- * operand, a cycle, a negative dimension, no entry computation, ...), a module without fusions
- * for a tile model, or nothing to rank; the score function's status for a graph it refuses
- * (its message then starts with the graph's id); *ranking is then null. */
+ * each graph; options (null: the defaults) bound the work. Returns TPU_GRAPHS_OK, or a status with
+ * a message as the score functions do: TPU_GRAPHS_INVALID_INPUT for bytes that are no such proto or
+ * a malformed module (a dangling operand, a cycle, a negative dimension, no entry computation, ...),
+ * a module without fusions for a tile model, or nothing to rank; TPU_GRAPHS_TOO_LARGE for work
+ * beyond the options' limits; the score function's status for a graph it refuses (its message
+ * then starts with the graph's id); *ranking is then null. */
 int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
-                           int64_t top_k, struct tpu_graphs_module_ranking** ranking, char* message,
-                           size_t message_size);
+                           int64_t top_k, const struct tpu_graphs_rank_options* options,
+                           struct tpu_graphs_module_ranking** ranking, char* message, size_t message_size);
 
 /* Frees what tpu_graphs_rank_module wrote; null is ignored. */
 void tpu_graphs_free_module_ranking(struct tpu_graphs_module_ranking* ranking);

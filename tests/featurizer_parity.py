@@ -32,7 +32,7 @@ def python_graphs(path: pathlib.Path, *flags: str) -> dict[str, dict[str, np.nda
   asked = dict(flag[2:].split("=") for flag in flags if "=" in flag)
   if "num_candidates" in asked:
     found = candidates.candidate_graphs(proto, int(asked["num_candidates"]), kernels, int(asked.get("seed", 0)),
-                                        str(path))
+                                        str(path), change_entry_layouts="--change_entry_layouts" in flags)
   else:
     found = featurize.graphs_of_proto(proto, kernels, str(path))
   return {graph.graph_id.replace("/", "_"): graphs.graph_arrays(graph) for graph in found}

@@ -75,7 +75,7 @@ std::string Score(const Library& library, const Graph& graph, std::vector<float>
 std::string Rank(const Library& library, const std::string& module, int64_t num_candidates) {
   tpu_graphs_module_ranking* ranking = nullptr;
   char message[512] = "";
-  const int status = library.rank_module(module.data(), module.size(), num_candidates, 7, 5, &ranking, message,
+  const int status = library.rank_module(module.data(), module.size(), num_candidates, 7, 5, nullptr, &ranking, message,
                                          sizeof message);
   if (status != TPU_GRAPHS_OK) return "status " + std::to_string(status) + ": " + message;
   std::string text;

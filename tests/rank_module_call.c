@@ -2,8 +2,9 @@
  * tests/test_native.py: from `threads` threads at once on the same module bytes, each result
  * compared with the first thread's.
  *   rank_module_call <module.pb> <num_candidates> <seed> <top_k> <threads>
- * Prints "status <s>: <message>" for a refused call, else per graph "<id> <num_configs>" and per
- * best config "  <config> <score> <what it sets>"; exits 3 when threads disagree. */
+ * Prints "status <s>: <message>" for a refused call, else the backend note (if any), per graph
+ * "<id> <num_configs>" and per best config "  <config> <score> <what it sets>"; exits 3 when
+ * threads disagree. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ struct call {
 
 static void describe(const struct tpu_graphs_module_ranking* ranking, char* text, size_t size) {
   size_t used = 0;
+  if (ranking->backend_note != NULL) used += snprintf(text, size, "%s\n", ranking->backend_note);
   for (int64_t g = 0; g < ranking->num_graphs; ++g) {
     const struct tpu_graphs_graph_ranking* graph = &ranking->graphs[g];
     used += snprintf(text + used, size - used, "%s %lld\n", graph->graph_id, (long long)graph->num_configs);
@@ -45,7 +47,7 @@ static void* rank(void* argument) {
   struct call* call = argument;
   struct tpu_graphs_module_ranking* ranking = NULL;
   call->status = tpu_graphs_rank_module(call->bytes, call->size, call->num_candidates, call->seed, call->top_k,
-                                        &ranking, call->message, sizeof call->message);
+                                        NULL, &ranking, call->message, sizeof call->message);
   if (call->status == TPU_GRAPHS_OK) describe(ranking, call->text, sizeof call->text);
   tpu_graphs_free_module_ranking(ranking);
   return NULL;

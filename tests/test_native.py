@@ -467,6 +467,9 @@ def test_rank_hlo_ranks_the_kernels_of_a_module_dumped_by_xla_as_rank_py(tile_ex
                                  tmp_path / "native.json", tmp_path / "python.json")
   assert len(ranked) >= 2 and max(graph["num_configs"] for graph in ranked) == 40
   assert all(best["output_tile"] for graph in ranked for best in graph["best"])
+  # XLA's CPU backend optimized it: both say the model was trained on TPU measurements, in one line.
+  assert all(graph["backend_note"].startswith("note: this module was compiled for a backend other than TPU")
+             for graph in ranked)
 
 
 def test_rank_hlo_ranks_a_transformer_blocks_candidate_layouts_as_rank_py(layout_library, dumps, tmp_path):
@@ -475,7 +478,7 @@ def test_rank_hlo_ranks_a_transformer_blocks_candidate_layouts_as_rank_py(layout
   [ranked] = _assert_same_rankings(_rank_module("aot", layout_library, module, tmp_path / "native.json", *flags),
                                    _rank_py(layout_library, module, tmp_path / "python.json", *flags),
                                    tmp_path / "native.json", tmp_path / "python.json")
-  assert ranked["num_configs"] == 64 and "minor-most" in ranked["layouts_meaning"]
+  assert ranked["num_configs"] == 64 and "minor-most" in ranked["layouts_meaning"] and "backend_note" not in ranked
   moved = [best["layouts"] for best in ranked["best"] if best["layouts"]]
   roles = {"result", "operand 0", "operand 1"}
   assert moved and all(re.fullmatch(r"(dot|reshape)\.\d+", name) and set(tensors) <= roles
@@ -490,6 +493,46 @@ def test_a_module_ranked_on_its_own_config_alone_gets_the_hint_to_draw_candidate
                                    tmp_path / "native.json", tmp_path / "python.json")  # the hint line included
   assert ranked["num_configs"] == 1
   assert "; --num_candidates N ranks N candidate configs drawn as XLA's autotuners would try them\n" in native.stdout
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["entry_kept", "change_entry_layouts"])
+def test_candidates_keep_the_entry_layouts_unless_allowed_and_mark_every_change_alike(layout_library, dumps, allowed,
+                                                                                    tmp_path):
+  """All 64 candidates of the transformer block listed: by default none moves a tensor of the entry
+  computation's parameters or result (they are listed "kept" beside a moved one); allowed, some do,
+  and say so (the C call's change field)."""
+  module = dumps["transformer_block"].before_optimizations
+  flags = ("--num_candidates=64", "--seed=2", "--top=64") + (("--change_entry_layouts",) if allowed else ())
+  [ranked] = _assert_same_rankings(_rank_module("aot", layout_library, module, tmp_path / "native.json", *flags),
+                                   _rank_py(layout_library, module, tmp_path / "python.json", *flags),
+                                   tmp_path / "native.json", tmp_path / "python.json")
+  changes = {tensor["change"] for best in ranked["best"] for tensors in best["layouts"].values()
+             for tensor in tensors.values()}
+  assert changes <= {"kept", "internal", "entry parameter", "entry result"} and {"kept", "internal"} <= changes
+  assert bool(changes & {"entry parameter", "entry result"}) == allowed
+
+
+def test_a_count_beyond_the_limit_is_refused_in_one_line_by_rank_rank_py_and_the_c_call(layout_library, dumps,
+                                                                                    tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  refusal = ("100000000 candidates asked for, more than the limit of 100000 (max_candidates); ask for fewer or raise "
+             "the limit")
+  native = _rank_module("aot", layout_library, module, tmp_path / "native.json", "--num_candidates=100000000")
+  python = _rank_py(layout_library, module, tmp_path / "python.json", "--num_candidates=100000000")
+  assert (native.returncode, native.stdout, native.stderr) == (1, "", f"rank: {refusal}\n")
+  assert (python.returncode, python.stdout, python.stderr) == (1, "", f"rank: {refusal}\n")
+  called = subprocess.run([str(_call_program(layout_library, tmp_path)), str(module), "100000000", "0", "3", "1"],
+                          capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  assert called.stdout == f"status 1: {refusal}\n"
+
+
+def test_a_module_beyond_the_byte_limit_is_refused_by_rank_and_rank_py_alike(layout_library, dumps, tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  native = _rank_module("aot", layout_library, module, tmp_path / "native.json", "--max_module_bytes=1000")
+  python = _rank_py(layout_library, module, tmp_path / "python.json", "--max_module_bytes=1000")
+  refusal = f"{module}: holds more than 1000 bytes, the limit of a module (max_module_bytes)"
+  assert (native.returncode, native.stderr, python.returncode, python.stderr) == (
+      1, f"rank: {refusal}\n", 1, f"rank: {refusal}\n")
 
 
 @pytest.fixture(scope="module")

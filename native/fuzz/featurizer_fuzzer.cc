@@ -4,7 +4,8 @@
 // stands in for a model: it reads every array of each graph it is given and checks what a model
 // library would check, so a featurized graph a library would refuse is a finding too.
 //
-// Input: u8 kind (bit 0: a tile model's library, else a layout model's), u8 num_candidates (taken
+// Input: u8 kind (bit 0: a tile model's library, else a layout model's; bits 1-2 the call's options,
+// library_calls.h's DrawnOptions), u8 num_candidates (taken
 // modulo 33: up to 32), u64 seed, u8 top_k, then the module's bytes.
 #include <cmath>
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
+#include "fuzz/library_calls.h"
 #include "hlo/library_ranking.h"
 #include "tpu_graphs_model.h"
 
@@ -89,7 +91,8 @@ void CheckRanking(const tpu_graphs_module_ranking& ranking, int64_t top_k) {
       }
       for (int64_t k = 0; k < best.num_layouts; ++k) {
         const tpu_graphs_tensor_layout& layout = best.layouts[k];
-        if (layout.instruction == nullptr || layout.operand < -1 || layout.num_dims < 0 || layout.num_dims > 6) {
+        if (layout.instruction == nullptr || layout.operand < -1 || layout.num_dims < 0 || layout.num_dims > 6 ||
+            layout.change < TPU_GRAPHS_KEPT || layout.change > TPU_GRAPHS_UNKNOWN_CHANGE) {
           std::abort();
         }
         volatile size_t length = std::strlen(layout.instruction);
@@ -103,16 +106,19 @@ void CheckRanking(const tpu_graphs_module_ranking& ranking, int64_t top_k) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tpu_graphs_fuzz::FuzzInput input(data, size);
-  const bool tile = input.Draw<uint8_t>() & 1;
+  const uint8_t kind = input.Draw<uint8_t>();
+  const bool tile = kind & 1;
   const int64_t num_candidates = input.Draw<uint8_t>() % 33;
   const uint64_t seed = input.Draw<uint64_t>();
   const int64_t top_k = input.Draw<uint8_t>();
   const std::string_view module = input.Rest();
+  tpu_graphs_rank_options storage;
+  const tpu_graphs_rank_options* options = tpu_graphs_fuzz::DrawnOptions(kind, storage);
   tpu_graphs_module_ranking* ranking = nullptr;
   char message[256];
   const int status = tpu_graphs::RankModuleWithLibrary(tile ? &ScoreTile : nullptr, tile ? nullptr : &ScoreLayout,
                                                        module.data(), module.size(), num_candidates, seed, top_k,
-                                                       &ranking, message, sizeof(message));
+                                                       options, &ranking, message, sizeof(message));
   if (status == TPU_GRAPHS_OK) {
     if (ranking == nullptr) std::abort();
     CheckRanking(*ranking, top_k);

@@ -6,7 +6,7 @@
 // A call must score, or refuse with a status and a message that fits its buffer; a count no array
 // could hold must be refused.
 //
-// Input: u8 entry (bit 0: tpu_graphs_rank_module, library_calls.h; else tpu_graphs_score_layout),
+// Input: u8 entry (bit 0: tpu_graphs_rank_module, library_calls.h, bits 1-2 its options; else tpu_graphs_score_layout),
 // then for tpu_graphs_score_layout: u8 null arrays (bit 0: node_feat, 1: node_opcode,
 // 2: edge_index, 3: node_config_ids, 4: node_config_feat, 5: scores, 6: message), u8 message size
 // (DrawMessageSize), i64 num_nodes, i64 num_edges, i64 num_configurable, i64 num_configs
@@ -73,8 +73,9 @@ void ScoreLayout(FuzzInput& input) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzInput input(data, size);
-  if (input.Draw<uint8_t>() & 1) {
-    tpu_graphs_fuzz::RankModule(input);
+  const uint8_t entry = input.Draw<uint8_t>();
+  if (entry & 1) {
+    tpu_graphs_fuzz::RankModule(input, entry);
   } else {
     ScoreLayout(input);
   }

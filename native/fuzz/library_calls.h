@@ -29,17 +29,41 @@ inline void CheckStatus(int status, const std::vector<char>& message, size_t mes
   if (message[message_size] != 'x') std::abort();
 }
 
+// The options of a tpu_graphs_rank_module call, by bits 1-2 of `entry`: none (null: the defaults),
+// the defaults written out, limits a small module reaches (8 candidates, 4 KiB of module, 2 KiB
+// of config features) with the entry's layouts free to change, or a limit of 0, which must be
+// refused. `storage` holds what is pointed to.
+inline const tpu_graphs_rank_options* DrawnOptions(uint8_t entry, tpu_graphs_rank_options& storage) {
+  switch ((entry >> 1) & 3) {
+    case 0:
+      return nullptr;
+    case 1:
+      storage = TPU_GRAPHS_DEFAULT_RANK_OPTIONS;
+      return &storage;
+    case 2:
+      storage = {8, 4096, 2048, 1};
+      return &storage;
+    default:
+      storage = {0, 4096, 2048};
+      return &storage;
+  }
+}
+
 // tpu_graphs_rank_module on input: u8 num_candidates (modulo 33), u64 seed, u8 top_k, then the
-// module's bytes. Aborts unless it gives a ranking exactly when it succeeds, else a message.
-inline void RankModule(FuzzInput& input) {
+// module's bytes, with the options `entry` names (DrawnOptions). Aborts unless it gives a ranking
+// exactly when it succeeds, else a message.
+inline void RankModule(FuzzInput& input, uint8_t entry) {
   const int64_t num_candidates = input.Draw<uint8_t>() % 33;
   const uint64_t seed = input.Draw<uint64_t>();
   const int64_t top_k = input.Draw<uint8_t>();
   const std::string_view module = input.Rest();
+  tpu_graphs_rank_options storage;
+  const tpu_graphs_rank_options* options = DrawnOptions(entry, storage);
   tpu_graphs_module_ranking* ranking = nullptr;
   char message[256] = "";
-  const int status = tpu_graphs_rank_module(module.data(), module.size(), num_candidates, seed, top_k, &ranking,
-                                            message, sizeof(message));
+  const int status = tpu_graphs_rank_module(module.data(), module.size(), num_candidates, seed, top_k, options,
+                                            &ranking, message, sizeof(message));
+  if (options != nullptr && options->max_candidates == 0 && status != TPU_GRAPHS_INVALID_INPUT) std::abort();
   if ((status == TPU_GRAPHS_OK) != (ranking != nullptr) || (status != TPU_GRAPHS_OK && message[0] == '\0')) {
     std::abort();
   }

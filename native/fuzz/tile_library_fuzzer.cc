@@ -5,7 +5,7 @@
 // call must score, or refuse with a status and a message that fits its buffer; a count no array
 // could hold must be refused.
 //
-// Input: u8 entry (bit 0: tpu_graphs_rank_module, library_calls.h; else tpu_graphs_score_tile),
+// Input: u8 entry (bit 0: tpu_graphs_rank_module, library_calls.h, bits 1-2 its options; else tpu_graphs_score_tile),
 // then for tpu_graphs_score_tile: u8 null arrays (bit 0: node_feat, 1: node_opcode, 2: edge_index,
 // 3: config_feat, 4: scores, 5: message), u8 message size (DrawMessageSize), i64 num_nodes,
 // i64 num_edges, i64 num_configs (FoldedCount), then node_feat f32 [num_nodes][140], node_opcode
@@ -58,8 +58,9 @@ void ScoreTile(FuzzInput& input) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzInput input(data, size);
-  if (input.Draw<uint8_t>() & 1) {
-    tpu_graphs_fuzz::RankModule(input);
+  const uint8_t entry = input.Draw<uint8_t>();
+  if (entry & 1) {
+    tpu_graphs_fuzz::RankModule(input, entry);
   } else {
     ScoreTile(input);
   }

@@ -8,6 +8,7 @@
 #include "native/hlo/config_features.h"
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/kernel_modules.h"
+#include "native/hlo/layout_changes.h"
 #include "native/hlo/module_graph.h"
 #include "native/hlo/module_graphs.h"
 #include "native/hlo/splitmix64.h"
@@ -111,6 +112,16 @@ std::vector<std::optional<Order>> AlternativeLayouts(const xla::HloInstructionPr
     if (operand_bitcast != default_order) swapped[1] = operand_bitcast;
   }
   return swapped;
+}
+
+// candidates.fixed_layout: the one order of a tensor whose layout a config may not change: its own,
+// or the default where that is no order of its dims.
+Order FixedLayout(const xla::ShapeProto& shape) {
+  const int64_t rank = shape.dimensions_size();
+  Order own = OwnLayout(shape), sorted = own, ascending(rank);
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(ascending.begin(), ascending.end(), 0);
+  return sorted == ascending ? own : DefaultLayout(rank);
 }
 
 // candidates.sampled_layout_choices: (c, v) distinct choices, c <= count: row 0 every variable
@@ -249,7 +260,8 @@ std::pair<std::vector<int64_t>, std::optional<std::pair<int64_t, int64_t>>> Kern
 }  // namespace
 
 Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidates, uint64_t seed,
-                        const std::string& given_source, const std::optional<std::vector<int64_t>>& configurable) {
+                        const std::string& given_source, const std::optional<std::vector<int64_t>>& configurable,
+                        const WorkLimits& limits, bool change_entry_layouts) {
   if (num_candidates < 1) throw HloError("", "num_candidates must be positive, got " + std::to_string(num_candidates));
   const std::string source = given_source.empty() ? ModuleSource(module) : given_source;
   const ModuleGraph nodes = FeaturizeModule(module, source);
@@ -263,6 +275,7 @@ Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidate
     }
   }
   if (node_ids.empty()) throw HloError(source, "has no convolution, dot or reshape: no layout to choose");
+  const std::unordered_map<int64_t, std::string> kinds = ChangeKinds(module);
   // Per configurable node, per tensor slot: its candidate orders (default first), or none.
   std::vector<std::vector<std::optional<std::vector<Order>>>> slot_choices;
   std::vector<int64_t> sizes;
@@ -280,12 +293,21 @@ Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidate
         slots.emplace_back();
         continue;
       }
+      const auto kind = kinds.find(tensors[t]->id());
       std::vector<Order> orders = {DefaultLayout(shape.dimensions_size())};
-      if (alternatives[t] && *alternatives[t] != orders[0]) orders.push_back(*alternatives[t]);
+      if (!MayChange(kind == kinds.end() ? kInternalChange : kind->second, change_entry_layouts)) {
+        orders = {FixedLayout(shape)};
+      } else if (alternatives[t] && *alternatives[t] != orders[0]) {
+        orders.push_back(*alternatives[t]);
+      }
       sizes.push_back(static_cast<int64_t>(orders.size()));
       slots.emplace_back(std::move(orders));
     }
   }
+  int64_t combinations = 1;  // capped at num_candidates, as SampledLayoutChoices counts them
+  for (const int64_t size : sizes) combinations = combinations > num_candidates ? combinations : combinations * size;
+  CheckConfigBytes(std::min(combinations, num_candidates),
+                   static_cast<int64_t>(node_ids.size()) * kLayoutConfigFeatures, limits, source);
   SplitMix64 random(seed);
   const std::vector<std::vector<int64_t>> picked = SampledLayoutChoices(sizes, num_candidates, random);
   Graph graph = GraphOfModule(nodes, module.name(), kLayoutCollection);
@@ -308,13 +330,13 @@ Graph ProgramCandidates(const xla::HloModuleProto& module, int64_t num_candidate
       }
     }
   }
-  graph.configurable = ConfigurableTensorsOf(nodes, node_ids);
+  graph.configurable = ConfigurableTensorsOf(module, nodes, node_ids);
   ValidateGraph(graph, source);
   return graph;
 }
 
 Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates, uint64_t seed,
-                       const std::string& given_source) {
+                       const std::string& given_source, const WorkLimits& limits) {
   if (num_candidates < 1) throw HloError("", "num_candidates must be positive, got " + std::to_string(num_candidates));
   const std::string source = given_source.empty() ? "HLO kernel module " + Quoted(kernel.name()) : given_source;
   Graph graph = GraphOfModule(FeaturizeModule(kernel, source), kernel.name(), kTileCollection);
@@ -328,6 +350,7 @@ Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates
     }
     pairs = std::move(sampled);
   }
+  CheckConfigBytes(static_cast<int64_t>(pairs.size()), kTileConfigFeatures, limits, source);
   graph.split = "test";
   graph.num_configs = static_cast<int64_t>(pairs.size());
   graph.config_feat.resize(graph.num_configs * kTileConfigFeatures);
@@ -340,7 +363,9 @@ Graph KernelCandidates(const xla::HloModuleProto& kernel, int64_t num_candidates
   return graph;
 }
 
-std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_candidates, bool kernels, uint64_t seed) {
+std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_candidates, bool kernels, uint64_t seed,
+                                          const WorkLimits& limits, bool change_entry_layouts) {
+  CheckCandidateCount(num_candidates, limits);
   if (input.kind == HloInput::Kind::kTuningData) {
     if (!kernels) {
       throw HloError(input.source, "holds kernels' tuning data (TuningData): their candidates are tile sizes "
@@ -350,7 +375,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
     for (const ModuleTuningData& tuned : input.tuning_data.modules()) {
       const std::string source =
           input.source.empty() ? "" : input.source + " (module " + Quoted(tuned.module().name()) + ")";
-      graphs.push_back(KernelCandidates(tuned.module(), num_candidates, seed, source));
+      graphs.push_back(KernelCandidates(tuned.module(), num_candidates, seed, source, limits));
     }
     return graphs;
   }
@@ -359,7 +384,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
   if (kernels) {
     std::vector<Graph> graphs;
     for (const xla::HloModuleProto& kernel : KernelModules(module, input.source)) {
-      graphs.push_back(KernelCandidates(kernel, num_candidates, seed, KernelSource(input.source, kernel)));
+      graphs.push_back(KernelCandidates(kernel, num_candidates, seed, KernelSource(input.source, kernel), limits));
     }
     return graphs;
   }
@@ -370,7 +395,7 @@ std::vector<Graph> CandidateGraphsOfInput(const HloInput& input, int64_t num_can
       configurable->push_back(static_cast<int64_t>(node));
     }
   }
-  return {ProgramCandidates(module, num_candidates, seed, input.source, configurable)};
+  return {ProgramCandidates(module, num_candidates, seed, input.source, configurable, limits, change_entry_layouts)};
 }
 
 }  // namespace tpu_graphs

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "native/hlo/config_features.h"
+#include "native/hlo/layout_changes.h"
 
 namespace tpu_graphs {
 
@@ -10,7 +11,13 @@ const char kLayoutsMeaning[] =
     "layouts: for each instruction the config moves from the module's own layouts (named as in the module; "
     "'node <i>' where the input names none), the minor_to_major order it sets on the instruction's result and "
     "operands: the listed dims are the tensor's minor-most dims, minor-most first, and its other dims are free "
-    "(a partial order, as XLA's layout assignment may complete it)";
+    "(a partial order, as XLA's layout assignment may complete it); 'change' says what kind of change it is: "
+    "'kept' (the tensor's own layout), 'internal' (a layout XLA's layout assignment chooses), 'entry parameter' or "
+    "'entry result' (the entry computation layout's, fixed by the program's caller), 'custom call' (fixed by a "
+    "layout-constrained custom call), 'unknown' (no module)";
+
+const char* const kLayoutChangeKinds[6] = {kKeptLayout,        kInternalChange,   kEntryParameterChange,
+                                           kEntryResultChange, kCustomCallChange, kUnknownChange};
 
 std::string TensorRole(int tensor) { return tensor == 0 ? "result" : "operand " + std::to_string(tensor - 1); }
 
@@ -39,8 +46,11 @@ ConfigDescription DescribeLayoutConfig(const float* node_config_feat, const std:
       if (dims.empty()) continue;
       const bool own_known = known && t < static_cast<int>(known->own_layouts.size()) &&
                              known->own_layouts[t].size() >= dims.size();
-      moved = moved || !own_known || !std::equal(dims.begin(), dims.end(), known->own_layouts[t].begin());
-      set.tensors.push_back({t, std::move(dims)});
+      const bool tensor_moved = !own_known || !std::equal(dims.begin(), dims.end(), known->own_layouts[t].begin());
+      moved = moved || tensor_moved;
+      const bool kind_known = known && t < static_cast<int>(known->changes.size());
+      set.tensors.push_back({t, std::move(dims),
+                             !tensor_moved ? kKeptLayout : kind_known ? known->changes[t] : kUnknownChange});
     }
     if (moved) description.layouts.push_back(std::move(set));
   }

@@ -17,7 +17,11 @@ namespace tpu_graphs {
 struct TensorLayout {
   int tensor;                 // 0: the result; k > 0: operand k - 1
   std::vector<int64_t> dims;
+  std::string change;         // "kept" (its own layout), else whose layout it is (layout_changes.h)
 };
+
+// The kinds of change in the order of the C interface's tpu_graphs_layout_change values.
+extern const char* const kLayoutChangeKinds[6];
 
 struct InstructionLayouts {
   std::string instruction;  // its name ("node <i>" where the graph knows no names)
@@ -39,8 +43,9 @@ std::string TensorRole(int tensor);
 ConfigDescription DescribeTileConfig(const float* config_feat);
 
 // What a layout config sets, from its [nc][18] features: every instruction one of whose tensors it
-// sets to other minor-most dims than the module's own layout, with all the tensors it sets there;
-// where `configurable` is empty (no module known), every configurable node it sets anything on.
+// sets to other minor-most dims than the module's own layout, with all the tensors it sets there
+// and the kind of change each is; where `configurable` is empty (no module known), every
+// configurable node it sets anything on, of kind "unknown".
 ConfigDescription DescribeLayoutConfig(const float* node_config_feat, const std::vector<int64_t>& node_config_ids,
                                        const std::vector<ConfigurableTensors>& configurable);
 

@@ -11,10 +11,12 @@ namespace tpu_graphs {
 
 // A configurable node as a description names it: its instruction's name ("node <i>" where no
 // module is known, as for an npz file), and per tensor a layout config may set (result, operand 0,
-// operand 1) the minor-to-major order the module gives it; empty where unknown.
+// operand 1) the minor-to-major order the module gives it and the kind of a change to it
+// (layout_changes.h); empty where unknown.
 struct ConfigurableTensors {
   std::string name;
   std::vector<std::vector<int64_t>> own_layouts;
+  std::vector<std::string> changes;
 };
 
 struct Graph {

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "google/protobuf/stubs/logging.h"
 #include "native/hlo/hlo_error.h"
@@ -88,16 +87,20 @@ HloInput ParseHloInput(std::string_view bytes, const std::string& source) {
                          "buffer, truncated, or missing computations / configurable nodes / runs)");
 }
 
-std::string ReadHloFile(const std::string& path) {
+std::string ReadHloFile(const std::string& path, const WorkLimits& limits) {
   std::error_code status;
   if (std::filesystem::is_directory(path, status)) throw HloError(path, "a directory, not a file");
   if (!std::filesystem::exists(path, status)) throw HloError(path, "no such file");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw HloError(path, std::string("cannot read the file (") + std::strerror(errno) + ")");
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
+  std::string bytes;
+  char block[1 << 16];
+  while (file.read(block, sizeof(block)) || file.gcount() > 0) {
+    bytes.append(block, static_cast<size_t>(file.gcount()));
+    CheckModuleBytes(static_cast<int64_t>(bytes.size()), limits, path);
+  }
   if (file.bad()) throw HloError(path, "cannot read the file");
-  return bytes.str();
+  return bytes;
 }
 
 }  // namespace tpu_graphs

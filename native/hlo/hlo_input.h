@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "native/hlo/work_limits.h"
 #include "tpu_graphs/hlo/tuning.pb.h"
 #include "xla/service/hlo.pb.h"
 
@@ -27,8 +28,9 @@ struct HloInput {
 // computations, configurable nodes or runs each kind carries).
 HloInput ParseHloInput(std::string_view bytes, const std::string& source);
 
-// The bytes of a file; HloError naming it where it cannot be read.
-std::string ReadHloFile(const std::string& path);
+// The bytes of a file; HloError naming it where it cannot be read, WorkLimitError where it holds
+// more than limits.max_module_bytes (read no further).
+std::string ReadHloFile(const std::string& path, const WorkLimits& limits);
 
 }  // namespace tpu_graphs
 

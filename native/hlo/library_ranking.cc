@@ -1,14 +1,19 @@
 #include "native/hlo/library_ranking.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "native/hlo/config_description.h"
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/hlo_input.h"
+#include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
+#include "native/hlo/work_limits.h"
 #include "library_checks.h"
 
 namespace tpu_graphs {
@@ -19,6 +24,14 @@ struct ScoreRefused {
   int status;
   std::string message;
 };
+
+constexpr tpu_graphs_rank_options kDefaultRankOptions = TPU_GRAPHS_DEFAULT_RANK_OPTIONS;
+static_assert(TPU_GRAPHS_UNKNOWN_CHANGE + 1 == sizeof(kLayoutChangeKinds) / sizeof(kLayoutChangeKinds[0]),
+              "every kind of change has a tpu_graphs_layout_change");
+static_assert(kDefaultRankOptions.max_candidates == kDefaultMaxCandidates &&
+                  kDefaultRankOptions.max_module_bytes == kDefaultMaxModuleBytes &&
+                  kDefaultRankOptions.max_config_bytes == kDefaultMaxConfigBytes,
+              "the C interface's default limits are work_limits.h's");
 
 // The message of a refused call (library_checks.h), from a string.
 int Fail(int status, const std::string& text, char* message, size_t message_size) {
@@ -43,7 +56,9 @@ tpu_graphs_ranked_config RankedConfigOf(const RankedConfig& ranked, OwnedRanking
   for (const InstructionLayouts& instruction : ranked.sets.layouts) {
     const char* name = owner.Keep(instruction.instruction);
     for (const TensorLayout& tensor : instruction.tensors) {
-      tpu_graphs_tensor_layout layout{name, tensor.tensor - 1, static_cast<int32_t>(tensor.dims.size()), {}};
+      const auto kind = std::find(std::begin(kLayoutChangeKinds), std::end(kLayoutChangeKinds), tensor.change);
+      tpu_graphs_tensor_layout layout{name, tensor.tensor - 1, static_cast<int32_t>(tensor.dims.size()), {},
+                                      static_cast<int32_t>(kind - std::begin(kLayoutChangeKinds))};
       for (size_t i = 0; i < tensor.dims.size() && i < 6; ++i) layout.dims[i] = tensor.dims[i];
       layouts.push_back(layout);
     }
@@ -84,7 +99,8 @@ Scorer LibraryScorer(TileScoreFunction score_tile, LayoutScoreFunction score_lay
 
 int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction score_layout, const void* module,
                           size_t module_size, int64_t num_candidates, uint64_t seed, int64_t top_k,
-                          tpu_graphs_module_ranking** ranking, char* message, size_t message_size) {
+                          const tpu_graphs_rank_options* options, tpu_graphs_module_ranking** ranking, char* message,
+                          size_t message_size) {
   if (ranking == nullptr) return Fail(TPU_GRAPHS_INVALID_INPUT, "ranking is null", message, message_size);
   *ranking = nullptr;
   if (module == nullptr && module_size > 0) {
@@ -96,11 +112,19 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
                     std::to_string(top_k) + ") >= 1",
                 message, message_size);
   }
+  const tpu_graphs_rank_options given = options != nullptr ? *options : kDefaultRankOptions;
+  if (given.max_candidates < 1 || given.max_module_bytes < 1 || given.max_config_bytes < 1) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, "every limit of the options must be at least 1", message, message_size);
+  }
+  const WorkLimits limits{given.max_candidates, given.max_module_bytes, given.max_config_bytes};
   try {
+    CheckCandidateCount(num_candidates, limits);
+    CheckModuleBytes(static_cast<int64_t>(std::min<size_t>(module_size, INT64_MAX)), limits, "the module");
     const HloInput input = ParseHloInput({static_cast<const char*>(module), module_size}, "");
     const Scorer score = LibraryScorer(score_tile, score_layout);
     auto owner = std::make_unique<OwnedRanking>();
-    for (const Graph& graph : GraphsToRank(input, score_tile != nullptr, num_candidates, seed)) {
+    for (const Graph& graph : GraphsToRank(input, score_tile != nullptr, num_candidates, seed, limits,
+                                           given.change_entry_layouts != 0)) {
       const GraphRanking ranked = RankGraph(graph, score, top_k);
       auto& configs = owner->configs.emplace_back();
       for (const RankedConfig& config : ranked.best) configs.push_back(RankedConfigOf(config, *owner));
@@ -109,10 +133,14 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
     }
     owner->num_graphs = static_cast<int64_t>(owner->graph_rankings.size());
     owner->graphs = owner->graph_rankings.data();
+    const std::string note = BackendNote(input);
+    owner->backend_note = note.empty() ? nullptr : owner->Keep(note);
     *ranking = owner.release();
     return TPU_GRAPHS_OK;
   } catch (const ScoreRefused& refused) {
     return Fail(refused.status, refused.message, message, message_size);
+  } catch (const WorkLimitError& error) {
+    return Fail(TPU_GRAPHS_TOO_LARGE, error.what(), message, message_size);
   } catch (const HloError& error) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, error.what(), message, message_size);
   } catch (const std::exception& error) {  // std::bad_alloc

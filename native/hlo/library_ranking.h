@@ -19,7 +19,8 @@ using LayoutScoreFunction = decltype(&tpu_graphs_score_layout);
 // `score_layout` is null) or `score_layout` (a layout model's).
 int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction score_layout, const void* module,
                           size_t module_size, int64_t num_candidates, uint64_t seed, int64_t top_k,
-                          tpu_graphs_module_ranking** ranking, char* message, size_t message_size);
+                          const tpu_graphs_rank_options* options, tpu_graphs_module_ranking** ranking, char* message,
+                          size_t message_size);
 
 }  // namespace tpu_graphs
 

@@ -5,6 +5,7 @@
 #include "native/hlo/config_features.h"
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/kernel_modules.h"
+#include "native/hlo/layout_changes.h"
 
 namespace tpu_graphs {
 namespace {
@@ -22,8 +23,8 @@ std::string OrDefault(const std::string& source, const std::string& fallback) {
   return source.empty() ? fallback : source;
 }
 
-// A tensor's minor-to-major order in the module: its layout, or XLA's default (descending) where
-// the shape carries none.
+}  // namespace
+
 std::vector<int64_t> OwnLayout(const xla::ShapeProto& shape) {
   std::vector<int64_t> order(shape.layout().minor_to_major().begin(), shape.layout().minor_to_major().end());
   if (order.empty()) {
@@ -31,8 +32,6 @@ std::vector<int64_t> OwnLayout(const xla::ShapeProto& shape) {
   }
   return order;
 }
-
-}  // namespace
 
 Graph GraphOfModule(const ModuleGraph& nodes, const std::string& graph_id, const std::string& collection) {
   Graph graph;
@@ -45,17 +44,24 @@ Graph GraphOfModule(const ModuleGraph& nodes, const std::string& graph_id, const
   return graph;
 }
 
-std::vector<ConfigurableTensors> ConfigurableTensorsOf(const ModuleGraph& nodes, const std::vector<int64_t>& node_ids) {
+std::vector<ConfigurableTensors> ConfigurableTensorsOf(const xla::HloModuleProto& module, const ModuleGraph& nodes,
+                                                       const std::vector<int64_t>& node_ids) {
+  const std::unordered_map<int64_t, std::string> kinds = ChangeKinds(module);
   std::vector<ConfigurableTensors> configurable;
   for (const int64_t node : node_ids) {
     const xla::HloInstructionProto& instruction = *nodes.instructions[node];
-    ConfigurableTensors tensors{instruction.name(), {OwnLayout(instruction.shape())}};
+    std::vector<const xla::HloInstructionProto*> tensors = {&instruction};
     for (const int64_t operand_id : instruction.operand_ids()) {
-      if (static_cast<int>(tensors.own_layouts.size()) == kLayoutMaxTensors) break;
-      const xla::HloInstructionProto& operand = *nodes.instructions[nodes.node_by_instruction_id.at(operand_id)];
-      tensors.own_layouts.push_back(OwnLayout(operand.shape()));
+      if (static_cast<int>(tensors.size()) == kLayoutMaxTensors) break;
+      tensors.push_back(nodes.instructions[nodes.node_by_instruction_id.at(operand_id)]);
     }
-    configurable.push_back(std::move(tensors));
+    ConfigurableTensors described{instruction.name(), {}, {}};
+    for (const xla::HloInstructionProto* tensor : tensors) {
+      described.own_layouts.push_back(OwnLayout(tensor->shape()));
+      const auto kind = kinds.find(tensor->id());
+      described.changes.push_back(kind == kinds.end() ? kInternalChange : kind->second);
+    }
+    configurable.push_back(std::move(described));
   }
   return configurable;
 }
@@ -108,7 +114,7 @@ Graph LayoutGraphOf(const ModuleTuningData& tuning, const std::string& given_sou
                    "none of the " + std::to_string(tuning.runs_size()) + " runs succeeded with a layout config");
   }
   if (!measured) graph.split = kUnlabelledSplit;
-  graph.configurable = ConfigurableTensorsOf(nodes, graph.node_config_ids);
+  graph.configurable = ConfigurableTensorsOf(tuning.module(), nodes, graph.node_config_ids);
   ValidateGraph(graph, source, /*no_configs_allowed=*/!measured);
   return graph;
 }
@@ -180,7 +186,7 @@ Graph ProgramGraph(const xla::HloModuleProto& module, const std::string& given_s
   }
   graph.num_configs = 1;
   graph.config_runtime = {0};
-  graph.configurable = ConfigurableTensorsOf(nodes, graph.node_config_ids);
+  graph.configurable = ConfigurableTensorsOf(module, nodes, graph.node_config_ids);
   ValidateGraph(graph, source);
   return graph;
 }

@@ -21,9 +21,14 @@ inline constexpr char kTileCollection[] = "tile:xla";
 // A graph of `nodes` in `collection` named `graph_id`, without configs yet.
 Graph GraphOfModule(const ModuleGraph& nodes, const std::string& graph_id, const std::string& collection);
 
-// The name and own layouts (per tensor a config may set: result, operand 0, operand 1) of the
-// instructions at `node_ids`.
-std::vector<ConfigurableTensors> ConfigurableTensorsOf(const ModuleGraph& nodes, const std::vector<int64_t>& node_ids);
+// The name, own layouts and change kinds (per tensor a config may set: result, operand 0,
+// operand 1) of the instructions of `module` at `node_ids`.
+std::vector<ConfigurableTensors> ConfigurableTensorsOf(const xla::HloModuleProto& module, const ModuleGraph& nodes,
+                                                       const std::vector<int64_t>& node_ids);
+
+// A tensor's minor-to-major order in the module: its layout, or XLA's default (descending) where
+// the shape carries none (layout_changes.own_layout).
+std::vector<int64_t> OwnLayout(const xla::ShapeProto& shape);
 
 // Node indices of the instructions whose layouts program graphs configure (convolution, dot, reshape).
 std::vector<int64_t> ConfigurableNodes(const ModuleGraph& nodes);

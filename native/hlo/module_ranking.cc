@@ -9,8 +9,11 @@
 
 namespace tpu_graphs {
 
-std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed) {
-  if (num_candidates > 0) return CandidateGraphsOfInput(input, num_candidates, kernels, seed);
+std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed,
+                                const WorkLimits& limits, bool change_entry_layouts) {
+  if (num_candidates > 0) {
+    return CandidateGraphsOfInput(input, num_candidates, kernels, seed, limits, change_entry_layouts);
+  }
   std::vector<Graph> graphs = GraphsOfInput(input, kernels);
   for (const Graph& graph : graphs) {
     if (graph.num_configs == 0) {

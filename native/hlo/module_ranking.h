@@ -11,6 +11,7 @@
 #include "native/hlo/config_description.h"
 #include "native/hlo/graph.h"
 #include "native/hlo/hlo_input.h"
+#include "native/hlo/work_limits.h"
 
 namespace tpu_graphs {
 
@@ -32,8 +33,10 @@ using Scorer = std::function<std::vector<float>(const Graph&)>;
 
 // The graphs an input's configs are ranked in: with num_candidates > 0 its module's candidates
 // (CandidateGraphsOfInput), else the configs it holds (GraphsOfInput); `kernels`: tile graphs of
-// its fusions. Throws HloError for a graph without configs (tuning data nothing was measured on).
-std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed);
+// its fusions. Throws HloError for a graph without configs (tuning data nothing was measured on),
+// WorkLimitError for candidates beyond `limits`; `change_entry_layouts` as ProgramCandidates.
+std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed,
+                                const WorkLimits& limits = {}, bool change_entry_layouts = false);
 
 // The `top` best configs of `graph` under `score`.
 GraphRanking RankGraph(const Graph& graph, const Scorer& score, int64_t top);

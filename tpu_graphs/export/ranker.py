@@ -22,8 +22,9 @@ import tensorflow as tf
 
 from tpu_graphs.data import errors, graphs, npz, records
 from tpu_graphs.export import saved_model
-from tpu_graphs.hlo import candidates
+from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import featurize
+from tpu_graphs.hlo import work_limits
 
 # Configs per call of the SavedModel, which prunes the graph once per call and scores the configs
 # in chunks of its own (saved_model.CONFIGS_PER_CALL). Bounds the input arrays read from disk: a
@@ -101,8 +102,9 @@ class Ranker:
     scores = self.score(graph)
     return Ranking(graph.graph_id, graph.collection, scores, np.argsort(scores, kind="stable"))
 
-  def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False,
-                num_candidates: Optional[int] = None, seed: int = 0) -> list[Ranking]:
+  def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False, num_candidates: Optional[int] = None,
+                seed: int = 0, limits: work_limits.WorkLimits = work_limits.WorkLimits(),
+                change_entry_layouts: bool = False) -> list[Ranking]:
     """Rankings of the graphs in a TpuGraphs .npz file (one) or an HLO .pb file.
 
     A .pb file goes through featurize.graphs_from_file (`kernels`: one tile graph per fusion of an
@@ -110,7 +112,9 @@ class Ranker:
     configs to rank instead of its own (candidates.candidate_graphs_from_file: up to that many
     layout combinations, or with `kernels` tile sizes per fusion, drawn with `seed`); config i of
     a ranking is then candidate i, whose layouts or tile sizes the graph's config features hold.
-    Raises graphs.GraphFileError naming the file for unreadable input.
+    Raises graphs.GraphFileError naming the file for unreadable input, work_limits.WorkLimitError
+    for work beyond `limits` (before it is done). Candidates leave the entry computation's parameter
+    and result layouts alone unless `change_entry_layouts` (layout_changes.py).
     """
     path = pathlib.Path(path)
     if path.suffix == ".npz":
@@ -119,7 +123,8 @@ class Ranker:
                                 "for an HLO module (.pb)")
       found = [npz.read_graph(path, stream_configs=True)]
     elif num_candidates is not None:
-      found = candidates.candidate_graphs_from_file(path, num_candidates, kernels=kernels, seed=seed)
+      found = candidates.candidate_graphs_from_file(path, num_candidates, kernels=kernels, seed=seed, limits=limits,
+                                                    change_entry_layouts=change_entry_layouts)
     else:
-      found = featurize.graphs_from_file(path, kernels=kernels)
+      found = featurize.graphs_of_proto(hlo_input.read_hlo_file(path, limits.max_module_bytes), kernels, str(path))
     return [self.rank(graph) for graph in found]

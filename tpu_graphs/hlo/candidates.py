@@ -31,8 +31,10 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.hlo import featurize, fusion_kernels, hlo_input, module_check
 from tpu_graphs.hlo import features
+from tpu_graphs.hlo import layout_changes
 from tpu_graphs.hlo import splitmix64
 from tpu_graphs.hlo import tuning_pb2
+from tpu_graphs.hlo import work_limits
 
 MXU_OPCODES = frozenset({"convolution", "dot"})
 MAX_TILE_CANDIDATES = 2000
@@ -109,6 +111,14 @@ def alternative_layouts(instruction, tensors, by_id) -> list[Optional[tuple]]:
   return swapped
 
 
+def fixed_layout(shape) -> np.ndarray:
+  """(1, rank) int64: the one order of a tensor whose layout a config may not change: its own
+  (layout_changes.own_layout), or the default where that is no order of its dims."""
+  rank = len(shape.dimensions)
+  own = layout_changes.own_layout(shape)
+  return np.asarray([own if sorted(own) == list(range(rank)) else default_layout(rank)], np.int64).reshape(1, rank)
+
+
 Random = Union[np.random.Generator, splitmix64.SplitMix64]
 
 
@@ -136,19 +146,24 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: Random) -> np.nda
 
 def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
                        graph_id: Optional[str] = None, collection: str = "layout:xla:default",
-                       source: Optional[str] = None,
-                       configurable: Optional[Sequence[int]] = None) -> graphs.LayoutGraph:
+                       source: Optional[str] = None, configurable: Optional[Sequence[int]] = None,
+                       limits: work_limits.WorkLimits = work_limits.WorkLimits(),
+                       change_entry_layouts: bool = False) -> graphs.LayoutGraph:
   """An unlabelled layout graph of a whole module whose configs are candidate layouts.
 
   Configurable nodes are `configurable` (node indices, as a tuning data's config_index_to_node)
   where given, else its convolutions, dots and reshapes (featurize.CONFIGURABLE_OPCODES);
   each array tensor of rank >= 1 among a node's result and first two operands is offered
-  `candidate_layouts`, its features.CONFIGURED_LAYOUT_DIMS minor-most dimensions written to the configs. Config 0
-  is every tensor at its default; the others are distinct combinations drawn uniformly with
-  `seed` (splitmix64), at most `num_candidates` configs in all.
+  `candidate_layouts`, its features.CONFIGURED_LAYOUT_DIMS minor-most dimensions written to the configs,
+  except a tensor whose layout a change may not touch (layout_changes.may_change: an entry
+  parameter's or result's unless `change_entry_layouts`, a constrained custom call's), which keeps
+  its own (`fixed_layout`). Config 0 is every other tensor at its default; the others are
+  distinct combinations drawn uniformly with `seed` (splitmix64), at most `num_candidates`
+  configs in all.
 
   Raises:
     graphs.GraphFileError: a malformed module, or one with no configurable node.
+    work_limits.WorkLimitError: config features beyond `limits`, before any is drawn.
   """
   if num_candidates < 1:
     raise ValueError(f"num_candidates must be positive, got {num_candidates}")
@@ -163,16 +178,22 @@ def program_candidates(module: hlo_pb2.HloModuleProto, num_candidates: int, seed
     beyond = [i for i in node_ids if not 0 <= i < nodes.num_nodes]
     if beyond:
       raise graphs.GraphFileError(source, f"config_index_to_node holds {beyond[0]}, beyond the {nodes.num_nodes} nodes")
+  kinds = layout_changes.change_kinds(module)
   slot_choices = []  # per configurable node: per slot a (k, rank) array or None
   for i in node_ids:
     instruction = nodes.instructions[i]
     tensors = ([instruction] + [by_id[o] for o in instruction.operand_ids])[:features.LAYOUT_MAX_TENSORS]
-    slot_choices.append([candidate_layouts(len(t.shape.dimensions), alternative)
-                         if t.shape.dimensions and not t.shape.tuple_shapes else None
-                         for t, alternative in zip(tensors, alternative_layouts(instruction, tensors, by_id))])
+    slot_choices.append([
+        None if not t.shape.dimensions or t.shape.tuple_shapes
+        else candidate_layouts(len(t.shape.dimensions), alternative)
+        if layout_changes.may_change(kinds.get(t.id, layout_changes.INTERNAL), change_entry_layouts)
+        else fixed_layout(t.shape)
+        for t, alternative in zip(tensors, alternative_layouts(instruction, tensors, by_id))])
   if not node_ids:
     raise graphs.GraphFileError(source, "has no convolution, dot or reshape: no layout to choose")
   variables = [choices for node in slot_choices for choices in node if choices is not None]
+  work_limits.check_config_bytes(min(num_candidates, math.prod(len(v) for v in variables)),
+                                 len(node_ids) * graphs.LAYOUT_CONFIG_FEATURE_WIDTH, limits, source)
   picked = sampled_layout_choices(np.asarray([len(v) for v in variables], np.int64), num_candidates,
                                   splitmix64.SplitMix64(seed))
   config_feat = np.full((picked.shape[0], len(node_ids), features.LAYOUT_MAX_TENSORS * features.LAYOUT_MAX_DIMS),
@@ -247,7 +268,8 @@ def sampled_indices(n: int, count: int, rng: Random) -> list[int]:
 
 
 def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed: int = 0,
-                      collection: str = "tile:xla", source: Optional[str] = None) -> graphs.TileGraph:
+                      collection: str = "tile:xla", source: Optional[str] = None,
+                      limits: work_limits.WorkLimits = work_limits.WorkLimits()) -> graphs.TileGraph:
   """An unlabelled tile graph of one kernel module (fusion_kernels.kernel_modules) whose configs are its
   candidate tile sizes (`tile_candidates`), at most `num_candidates` of them drawn with `seed`
   (splitmix64)."""
@@ -259,6 +281,7 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
   pairs = tile_candidates(*kernel_extents(kernel), rng)
   if len(pairs) > num_candidates:
     pairs = [pairs[i] for i in sampled_indices(len(pairs), num_candidates, rng)]
+  work_limits.check_config_bytes(len(pairs), graphs.TILE_CONFIG_FEATURE_WIDTH, limits, source)
   config_feat = np.stack([features.tile_config_features(tuning_pb2.TileSizeConfig(
       output_bounds=output, kernel_bounds=kernel_tile)) for output, kernel_tile in pairs])
   arrays = dict(node_feat=nodes.node_feat, node_opcode=nodes.node_opcode, edge_index=nodes.edge_index,
@@ -268,31 +291,39 @@ def kernel_candidates(kernel: hlo_pb2.HloModuleProto, num_candidates: int, seed:
 
 
 def candidate_graphs(proto: hlo_input.HloProto, num_candidates: int, kernels: bool = False, seed: int = 0,
-                     source: Optional[str] = None) -> list[graphs.Graph]:
+                     source: Optional[str] = None, limits: work_limits.WorkLimits = work_limits.WorkLimits(),
+                     change_entry_layouts: bool = False) -> list[graphs.Graph]:
   """The candidate configs of a proto's module: its program's candidate layouts (the configurable
   nodes of a ModuleTuningData, measured or not, kept), or with `kernels` the candidate tile sizes
   of each fusion of an optimized module (of each kernel of a TuningData). `source` (a file) is what
-  errors name.
+  errors name; `change_entry_layouts`: candidates may change the entry computation's parameter and
+  result layouts (the caller owns the entry computation layout).
 
   Raises:
     graphs.GraphFileError: a TuningData without `kernels`, or (`kernels`) a module without fusions.
+    work_limits.WorkLimitError: more candidates than `limits` allow, before the module is featurized.
   """
+  work_limits.check_candidate_count(num_candidates, limits)
   if isinstance(proto, tuning_pb2.TuningData):
     if not kernels:
       raise graphs.GraphFileError(source or "tile tuning data", "holds kernels' tuning data (TuningData): their "
                                   "candidates are tile sizes (--kernels)")
-    return [kernel_candidates(m.module, num_candidates, seed, source=source and f"{source} (module {m.module.name!r})")
-            for m in proto.modules]
+    return [kernel_candidates(m.module, num_candidates, seed, source=source and f"{source} (module {m.module.name!r})",
+                              limits=limits) for m in proto.modules]
   tuned = isinstance(proto, tuning_pb2.ModuleTuningData)
   module = proto.module if tuned else proto
   if kernels:
-    return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})")
+    return [kernel_candidates(k, num_candidates, seed, source=source and f"{source} (fusion {k.name!r})", limits=limits)
             for k in fusion_kernels.kernel_modules(module, source=source)]
   return [program_candidates(module, num_candidates, seed, source=source,
-                             configurable=list(proto.config_index_to_node) if tuned else None)]
+                             configurable=list(proto.config_index_to_node) if tuned else None, limits=limits,
+                             change_entry_layouts=change_entry_layouts)]
 
 
 def candidate_graphs_from_file(path: Union[str, os.PathLike], num_candidates: int, kernels: bool = False,
-                               seed: int = 0) -> list[graphs.Graph]:
+                               seed: int = 0, limits: work_limits.WorkLimits = work_limits.WorkLimits(),
+                               change_entry_layouts: bool = False) -> list[graphs.Graph]:
   """candidate_graphs of the proto in a .pb file (hlo_input.read_hlo_file), errors naming `path`."""
-  return candidate_graphs(hlo_input.read_hlo_file(path), num_candidates, kernels, seed, str(path))
+  work_limits.check_candidate_count(num_candidates, limits)
+  return candidate_graphs(hlo_input.read_hlo_file(path, limits.max_module_bytes), num_candidates, kernels, seed,
+                          str(path), limits, change_entry_layouts)

@@ -14,6 +14,7 @@ from tensorflow.compiler.xla.service import hlo_pb2
 from tpu_graphs.data import graphs
 from tpu_graphs.data import storage
 from tpu_graphs.hlo import tuning_pb2
+from tpu_graphs.hlo import work_limits
 
 # HLO text (HloModule::ToString, XLA's *.txt dumps) starts so: no proto, refused as such.
 _HLO_TEXT_START = b"HloModule "
@@ -69,17 +70,19 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
                       "(not a protocol buffer, truncated, or missing computations / configurable nodes / runs)")
 
 
-def read_hlo_file(path: Union[str, os.PathLike]) -> HloProto:
-  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto."""
+def read_hlo_file(path: Union[str, os.PathLike], max_bytes: int = work_limits.MAX_MODULE_BYTES) -> HloProto:
+  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto;
+  work_limits.WorkLimitError, reading no further, where it holds more than `max_bytes`."""
   path = storage.as_path(path)
   problem = storage.file_problem(path)
   if problem:
     raise graphs.GraphFileError(path, problem)
   try:
     with storage.open_binary(path) as stream:
-      data = stream.read()
+      data = stream.read(max_bytes + 1)
   except OSError as error:
     raise graphs.GraphFileError(path, f"cannot read the file ({error.strerror or error})") from None
   except tf.errors.OpError as error:
     raise graphs.GraphFileError(path, f"cannot read the file ({error.message})") from None
+  work_limits.check_module_bytes(len(data), work_limits.WorkLimits(max_module_bytes=max_bytes), str(path))
   return parse_hlo_proto(data, str(path))
