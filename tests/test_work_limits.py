@@ -47,7 +47,7 @@ def test_a_count_beyond_the_limit_is_refused_alike_by_both_featurizers(tmp_path)
     candidates.candidate_graphs(hlo_input.read_hlo_file(path), 100_001, source=str(path))
   completed = _native_featurize(path, tmp_path, "--num_candidates=100001")
   assert (completed.returncode, completed.stdout) == (1, "")
-  assert completed.stderr == f"featurize: error: {refused.value}\n"
+  assert completed.stderr == f"featurize: {refused.value}\n"
 
 
 def test_candidates_whose_config_features_pass_the_limit_are_refused_alike_before_they_are_drawn(tmp_path):
@@ -61,7 +61,7 @@ def test_candidates_whose_config_features_pass_the_limit_are_refused_alike_befor
                                 "the limit")
   completed = _native_featurize(path, tmp_path, "--num_candidates=100000")
   assert (completed.returncode, completed.stdout) == (1, "")
-  assert completed.stderr == f"featurize: error: {refused.value}\n"
+  assert completed.stderr == f"featurize: {refused.value}\n"
   [graph] = candidates.candidate_graphs(hlo_input.read_hlo_file(path), 1000, source=str(path))
   assert graph.node_config_feat.shape == (1000, 62, 18)
 
