@@ -35,6 +35,19 @@ def test_written_file_keeps_first_occurrences_with_mean_runtimes(tmp_path):
   np.testing.assert_array_equal(merged.node_feat, graph.node_feat)
 
 
+@pytest.mark.parametrize("node, column", [(0, 0), (2, 17), (1, 9), (2, 0), (0, 17)])
+def test_configs_that_differ_in_one_value_stay_apart(node, column):
+  # Config 1 differs from config 0 at one node and one column only; config 2 repeats config 0.
+  rows = np.full((3, 3, 18), 2, np.float32)
+  rows[1, node, column] = -1
+  arrays = {"node_feat": np.zeros((5, 140), np.float32), "node_opcode": np.zeros(5, np.uint8),
+            "edge_index": np.array([[1, 0], [2, 1]]), "node_config_ids": np.array([0, 2, 4]),
+            "node_config_feat": rows, "config_runtime": np.array([10, 20, 30]), "node_splits": np.array([[0]])}
+  graph = graphs.validate_graph("test", "g", "layout:xla:random", "train", arrays)
+  for configs_per_chunk in (1, 2, 3):
+    np.testing.assert_array_equal(config_dedup.duplicate_groups(graph, configs_per_chunk), [0, 1, 0])
+
+
 def test_graphs_without_runtimes_are_refused(tmp_path):
   with pytest.raises(ValueError, match="without runtimes"):
     config_dedup.write_deduplicated(_graph("test"), tmp_path / "g.npz")

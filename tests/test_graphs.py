@@ -95,6 +95,25 @@ def test_configurable_node_out_of_range(tmp_path):
   assert_rejected(write(tmp_path, arrays, kind="layout"), "'node_config_ids' entry 1 = 6 is out of range")
 
 
+def test_repeated_configurable_node_is_refused(tmp_path):
+  arrays = layout_arrays()
+  arrays["node_config_ids"] = np.array([4, 4], np.int64)
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "'node_config_ids' lists a node more than once")
+
+
+@pytest.mark.parametrize("offsets, accepted", [
+    ([0, 3, 6], True), ([0, 3, 3, 6], True), ([], True),  # ascending, a repeated offset (an empty computation)
+    ([0, 4, 3, 6], False), ([3, 0], False), ([0, 3, 7], False), ([-1, 3], False)])
+def test_node_splits_must_ascend_within_the_nodes(tmp_path, offsets, accepted):
+  arrays = layout_arrays(nodes=6)
+  arrays["node_splits"] = np.array([offsets], np.int64)
+  path = write(tmp_path, arrays, kind="layout")
+  if accepted:
+    np.testing.assert_array_equal(npz.read_graph(path).node_splits, [offsets])
+  else:
+    assert_rejected(path, "'node_splits' is not an ascending list of offsets within 6 nodes")
+
+
 def test_config_counts_disagree(tmp_path):
   arrays = tile_arrays()
   arrays["config_runtime"] = arrays["config_runtime"][:2]

@@ -1,5 +1,6 @@
 """Weighted TF-Ranking loss mixes: spec parsing, masking of padded slots, per-list values."""
 
+import math
 import sys
 
 import numpy as np
@@ -32,6 +33,24 @@ def test_padded_slots_and_lists_do_not_change_the_loss():
   padded = loss(padded_labels, padded_logits).numpy()
   assert padded[0] == pytest.approx(per_list[0], rel=1e-5)
   assert padded[1] == pytest.approx(0.0, abs=1e-6)
+
+
+def _plackett_luce_negative_log_likelihood(scores_best_first):
+  """-log P(this order) under Plackett-Luce, written out: sum_i log(sum_{j >= i} e^s_j) - s_i."""
+  return sum(math.log(sum(math.exp(s) for s in scores_best_first[i:])) - scores_best_first[i]
+             for i in range(len(scores_best_first)))
+
+
+def test_listmle_is_the_negative_log_likelihood_of_the_label_order():
+  labels = tf.constant([[2.0, 0.0, 1.0, -1.0], [0.0, 3.0, 1.0, 2.0]])
+  logits = tf.constant([[0.3, -0.2, 0.9, 5.0], [0.5, 0.1, -0.7, 1.2]])
+  per_list = losses.WeightedRankingLoss("listmle:1").call(labels, logits).numpy()
+  # Slots by label, highest first (the padded slot left out): [0, 2, 1] and [1, 3, 2, 0].
+  expected = [_plackett_luce_negative_log_likelihood([0.3, 0.9, -0.2]),
+              _plackett_luce_negative_log_likelihood([0.1, 1.2, -0.7, 0.5])]
+  np.testing.assert_allclose(per_list, expected, rtol=1e-5)
+  # By hand: log(e^0.3 + e^0.9 + e^-0.2) - 0.3 + log(e^0.9 + e^-0.2) - 0.9 + 0 = 1.2322 + 0.2873.
+  assert expected[0] == pytest.approx(1.5195, abs=1e-4)
 
 
 def test_mix_is_weighted_sum_of_tf_ranking_losses_per_list():

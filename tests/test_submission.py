@@ -4,6 +4,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import pytest
 
 import sample_data
@@ -49,6 +50,19 @@ def test_valid_submission_is_combined_in_collection_order(data_root, tmp_path):
   assert written[0] == "ID,TopConfigs" and len(written) == 11
   assert [line.split(":")[0] + ":" + line.split(":")[1] for line in written[1:]][:6] == ["tile:xla"] * 6
   assert written[7].startswith("layout:xla:default:") and written[10].startswith("layout:nlp:random:")
+
+
+def test_written_rows_are_the_predictions_rankings_in_their_given_order(data_root, tmp_path):
+  # Rankings in no sorted order, so that a reversed, sorted or shifted ranking differs from them.
+  rng = np.random.default_rng(7)
+  expected = {f"tile:xla:{g}": [int(i) for i in rng.permutation(n)[:5]] for g, n in TILE_IDS.items()}
+  expected.update({row_id: [int(i) for i in rng.permutation(n)] for row_id, n in LAYOUT_IDS.items()})
+  rows = [f"{row_id},{';'.join(map(str, ranking))}" for row_id, ranking in expected.items()]
+  path = write_csv(tmp_path / "predictions.csv", rows)
+  assert submission.combine([path], data_root, tmp_path / "submission.csv") == 10
+  written = (tmp_path / "submission.csv").read_text().splitlines()
+  assert written[0] == "ID,TopConfigs"
+  assert {line.split(",")[0]: [int(i) for i in line.split(",")[1].split(";")] for line in written[1:]} == expected
 
 
 @pytest.mark.parametrize("mutate, message", [
