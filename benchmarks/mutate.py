@@ -1,0 +1,252 @@
+"""Mutation testing of the library's core (scripts/mutate, docs/development.md): do the quick tests
+catch one-line bugs?
+
+mutmut (pinned in pyproject's dev extras) puts one small change at a time into a module (an
+operator, a comparison, a number, a keyword, an argument) and runs that module's quick tests
+(CORE_TESTS, the one map of module -> tests); a mutant the tests pass on "survived". String
+literals are not mutated: mutmut's change to a string is to wrap it in "XX", which in an error
+message no test should pin, and a key or name it breaks fails everything that uses it anyway.
+
+Each run works in a copy of the checkout under out/mutate/ (mutmut writes each mutant into the
+file it tests), keeps mutmut's cache per module there (killed mutants stay killed; survivors are
+tried again when the tests change, so a rerun after a new test is quick), and runs the tests in
+processes forked from one that has TensorFlow imported (benchmarks/mutation_runner.py). It
+appends each module's outcome to a journal and writes benchmarks/results/mutation.md from every
+module this commit ran: each survivor with what was done, an equivalent mutant (a change no
+behaviour can show) with the line of why from benchmarks/mutation_equivalents.json, and each
+mutant that survived an earlier run and is killed now with the test that kills it.
+
+    python benchmarks/mutate.py                                   # every module of CORE_TESTS
+    python benchmarks/mutate.py --module tpu_graphs/data/graphs.py   # one (repeatable)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+from benchmarks import benchmark_results
+from tpu_graphs.data import locations
+
+# Each core module and its quick tests (pytest arguments from the repository root): the tests that
+# exist to catch its bugs. Modules whose only tests are end to end are left out (see NOT_RUN).
+CORE_TESTS = {
+    "tpu_graphs/data/graphs.py": ["tests/test_graphs.py", "tests/test_npz.py"],
+    "tpu_graphs/data/npz.py": ["tests/test_npz.py", "tests/test_graphs.py"],
+    "tpu_graphs/data/readers.py": ["tests/test_readers.py"],
+    "tpu_graphs/data/config_dedup.py": ["tests/test_config_dedup.py"],
+    "tpu_graphs/data/config_split.py": ["tests/test_config_split.py"],
+    "tpu_graphs/data/predictions.py": ["tests/test_predictions.py", "tests/test_submission.py"],
+    "tpu_graphs/train/metrics.py": ["tests/test_metrics.py"],
+    "tpu_graphs/train/losses.py": ["tests/test_losses.py"],
+    "tpu_graphs/export/submission.py": ["tests/test_submission.py"],
+    "tpu_graphs/hlo/features.py": ["tests/test_features.py", "tests/test_feature_spec.py"],
+    "tpu_graphs/models/layout_preprocessing.py": ["tests/test_layout_preprocessing.py"],
+}
+# Core modules with no quick tests of their own: what the result file says was not run, and why.
+NOT_RUN = {
+    "tpu_graphs/hlo/candidates.py": "its tests (tests/test_candidates.py) compile Keras programs with XLA and "
+                                    "rank with exported models: end to end, minutes per mutant",
+}
+MUTATION_TYPES_LEFT_OUT = "string,fstring"
+WORK = locations.REPOSITORY / "out" / "mutate"
+EQUIVALENTS = pathlib.Path(__file__).with_name("mutation_equivalents.json")
+# mutmut's statuses: what counts as killed (a timeout is an endless loop the tests did notice).
+KILLED = {"ok_killed": "killed", "ok_suspicious": "killed", "bad_timeout": "timed out"}
+
+
+def _slug(module: str) -> str:
+  return module.replace("/", "_").removesuffix(".py")
+
+
+def mutant_key(line: str, index: int) -> str:
+  """A mutant's name that survives edits elsewhere in its file: its source line and its index there."""
+  return f"{index}:{hashlib.sha1(line.encode()).hexdigest()[:12]}"
+
+
+def copy_tree(tree: pathlib.Path) -> None:
+  """The checkout's files as they are now (tracked and untracked, not ignored) copied to `tree`."""
+  if tree.exists():
+    shutil.rmtree(tree)
+  listed = subprocess.run(["git", "-C", str(locations.REPOSITORY), "ls-files", "-z", "--cached", "--others",
+                           "--exclude-standard"], capture_output=True, check=True).stdout.decode().split("\0")
+  for relative in filter(None, listed):
+    source = locations.REPOSITORY / relative
+    if source.is_file():
+      (tree / relative).parent.mkdir(parents=True, exist_ok=True)
+      shutil.copy2(source, tree / relative)
+
+
+# mutmut's hook, written into the tree: names the mutant in the runner command, so that the
+# runner's log says which test killed which mutant.
+_HOOK = '''import hashlib
+def pre_mutation(context):
+    line = context.mutation_id.line
+    key = "%d:%s" % (context.mutation_id.index, hashlib.sha1(line.encode()).hexdigest()[:12])
+    context.config.test_command = context.config.test_command.replace(" baseline -- ", " %s -- " % key)
+'''
+
+
+def mutants_of(cache: pathlib.Path, module: str, source: str) -> list[dict]:
+  """Every mutant mutmut's cache holds for `module`: line number, original and mutated line, status."""
+  import mutmut  # pylint: disable=import-outside-toplevel
+  rows = sqlite3.connect(cache).execute(
+      "SELECT l.line, l.line_number, m.\"index\", m.status FROM Mutant m JOIN Line l ON m.line = l.id "
+      "JOIN SourceFile s ON l.sourcefile = s.id WHERE s.filename = ? ORDER BY l.line_number, m.\"index\"",
+      (module,)).fetchall()
+  lines = source.splitlines()
+  found = []
+  for line, line_number, index, status in rows:
+    context = mutmut.Context(source=source, filename=module,
+                             mutation_id=mutmut.RelativeMutationID(line, index, line_number))
+    mutated = mutmut.mutate(context)[0].splitlines()
+    changed = [i for i in range(min(len(lines), len(mutated))) if lines[i] != mutated[i]]
+    first = changed[0] if changed else line_number
+    found.append({"line_number": line_number + 1, "original": lines[first].strip() if first < len(lines) else "",
+                  "mutant": mutated[first].strip() if first < len(mutated) else "",
+                  "key": mutant_key(line, index), "status": status})
+  return found
+
+
+def run_module(module: str, tree: pathlib.Path, python: str) -> dict:
+  """Runs mutmut on one module in `tree`; returns its journal entry."""
+  slug = _slug(module)
+  cache = WORK / "caches" / f"{slug}.sqlite"
+  log = WORK / "logs" / f"{slug}.jsonl"
+  for folder in (cache.parent, log.parent):
+    folder.mkdir(parents=True, exist_ok=True)
+  tree_cache = tree / ".mutmut-cache"
+  if cache.exists():
+    shutil.copy2(cache, tree_cache)
+  elif tree_cache.exists():
+    tree_cache.unlink()
+  (tree / "mutmut_config.py").write_text(_HOOK)
+  socket_path = WORK / f"{slug}.socket"
+  server = subprocess.Popen([python, str(tree / "benchmarks/mutation_runner.py"), "serve", str(socket_path),
+                             str(tree)], stdout=subprocess.PIPE, text=True, cwd=tree)
+  try:
+    assert server.stdout.readline().strip() == "ready", "the mutation runner's server did not start"
+    runner = shlex.join([python, "benchmarks/mutation_runner.py", "client", str(socket_path), str(log), "baseline",
+                         "--", *CORE_TESTS[module]])
+    started = time.monotonic()
+    result = subprocess.run([python, "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner,
+                             "--tests-dir", "tests", "--disable-mutation-types", MUTATION_TYPES_LEFT_OUT,
+                             "--simple-output", "--no-progress"], cwd=tree, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+  finally:
+    server.kill()
+    server.wait()
+  if result.returncode & 1:  # mutmut's fatal error (the baseline failing among them)
+    raise SystemExit(f"mutate: mutmut failed on {module}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+  shutil.copy2(tree_cache, cache)
+  mutants = mutants_of(tree_cache, module, (tree / module).read_text())
+  killers = {}
+  for entry in map(json.loads, log.read_text().splitlines()):
+    if entry["exit"] != 0 and entry["first_failure"]:
+      killers[entry["mutant"]] = entry["first_failure"]
+  for mutant in mutants:
+    if mutant["status"] in KILLED and mutant["key"] in killers:
+      mutant["killed_by"] = killers[mutant["key"]]
+  return {"module": module, "tests": CORE_TESTS[module], "seconds": round(seconds), "mutants": mutants}
+
+
+def _equivalents() -> dict[tuple[str, str, str], str]:
+  return {(e["module"], e["original"], e["mutant"]): e["why"] for e in json.loads(EQUIVALENTS.read_text())}
+
+
+def report(entries: list[dict], history: dict) -> str:
+  """The result file's body: per module counts and score, then every survivor and what was done."""
+  equivalents = _equivalents()
+  latest = {entry["module"]: entry for entry in entries}
+  rows, survivors, killed_later = [], [], []
+  totals = collections.Counter()
+  for module in CORE_TESTS:
+    entry = latest.get(module)
+    if entry is None:
+      continue
+    counts = collections.Counter()
+    for mutant in entry["mutants"]:
+      why = equivalents.get((module, mutant["original"], mutant["mutant"]))
+      if mutant["status"] in KILLED:
+        counts["killed"] += 1
+        if (module, mutant["key"]) in history:
+          killed_later.append((module, mutant))
+      elif mutant["status"] == "bad_survived":
+        counts["equivalent" if why else "survived"] += 1
+        survivors.append((module, mutant, why))
+      else:
+        counts[mutant["status"]] += 1
+    counts["mutants"] = len(entry["mutants"])
+    totals.update(counts)
+    scored = counts["mutants"] - counts["equivalent"]
+    rows.append(f"| `{module}` | {', '.join(entry['tests'])} | {counts['mutants']} | {counts['killed']} | "
+                f"{counts['equivalent']} | {counts['survived']} | {counts['untested'] + counts['skipped']} | "
+                f"{100 * counts['killed'] / max(scored, 1):.1f}% | {entry['seconds']} |")
+  scored = totals["mutants"] - totals["equivalent"]
+  lines = ["Mutants of the core modules (mutmut, strings left out) against each module's quick tests. Score: "
+           "killed / (mutants - equivalent).", "",
+           "| module | tests | mutants | killed | equivalent | survived | not run | score | seconds |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|", *rows,
+           f"| all run | | {totals['mutants']} | {totals['killed']} | {totals['equivalent']} | "
+           f"{totals['survived']} | {totals['untested'] + totals['skipped']} | "
+           f"{100 * totals['killed'] / max(scored, 1):.1f}% | |", ""]
+  not_run = [m for m in CORE_TESTS if m not in latest]
+  lines.append("Modules run: " + ", ".join(f"`{m}`" for m in latest) + ".")
+  lines.append("Not run at this commit: " + (", ".join(f"`{m}`" for m in not_run) or "none of CORE_TESTS") + "; "
+               + "; ".join(f"`{m}` ({why})" for m, why in NOT_RUN.items()) + ".")
+  lines += ["", "## Surviving mutants", ""]
+  if not survivors:
+    lines.append("None.")
+  for module, mutant, why in survivors:
+    verdict = f"equivalent: {why}" if why else "**not killed**"
+    lines.append(f"- `{module}:{mutant['line_number']}` `{mutant['original']}` -> `{mutant['mutant']}`: {verdict}")
+  lines += ["", "## Killed by tests added after an earlier run", ""]
+  if not killed_later:
+    lines.append("None.")
+  for module, mutant in killed_later:
+    lines.append(f"- `{module}:{mutant['line_number']}` `{mutant['original']}` -> `{mutant['mutant']}`: "
+                 f"{mutant.get('killed_by', 'killed')}")
+  return "\n".join(lines)
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--module", action="append", choices=sorted(CORE_TESTS),
+                      help="a core module to mutate (repeatable); default: all of them")
+  parser.add_argument("--out", default=benchmark_results.default_path("mutation"))
+  arguments = parser.parse_args()
+  python = sys.executable
+  journal = benchmark_results.working_path(arguments.out, ".jsonl")
+  history_path = WORK / "survivors.json"  # every mutant that ever survived: (module, key) -> first commit
+  history = {tuple(k.split(" ", 1)): v for k, v in json.loads(history_path.read_text()).items()} \
+      if history_path.exists() else {}
+  tree = WORK / "tree"
+  copy_tree(tree)
+  for module in arguments.module or CORE_TESTS:
+    print(f"mutate: {module} against {' '.join(CORE_TESTS[module])}", flush=True)
+    entry = run_module(module, tree, python)
+    benchmark_results.append_to_journal(journal, entry)
+    survived = [m for m in entry["mutants"] if m["status"] == "bad_survived"]
+    for mutant in survived:
+      history.setdefault((module, mutant["key"]), benchmark_results.commit())
+    history_path.write_text(json.dumps({" ".join(k): v for k, v in history.items()}, indent=1))
+    print(f"mutate: {module}: {len(entry['mutants'])} mutants, {len(survived)} survived, {entry['seconds']} s",
+          flush=True)
+  entries = benchmark_results.read_journal(journal)
+  survivors_now = {(e["module"], m["key"]) for e in entries for m in e["mutants"] if m["status"] == "bad_survived"}
+  earlier = {k: v for k, v in history.items() if k not in survivors_now}
+  benchmark_results.write("mutate", "Mutation testing of the core modules", report(entries, earlier), arguments.out)
+
+
+if __name__ == "__main__":
+  main()
