@@ -164,7 +164,7 @@ def _equivalents() -> dict[tuple[str, str, str], str]:
   return {(e["module"], e["original"], e["mutant"]): e["why"] for e in json.loads(EQUIVALENTS.read_text())}
 
 
-def report(entries: list[dict], history: dict) -> str:
+def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
   """The result file's body: per module counts and score, then every survivor and what was done."""
   equivalents = _equivalents()
   latest = {entry["module"]: entry for entry in entries}
@@ -179,7 +179,7 @@ def report(entries: list[dict], history: dict) -> str:
       why = equivalents.get((module, mutant["original"], mutant["mutant"]))
       if mutant["status"] in KILLED:
         counts["killed"] += 1
-        if (module, mutant["key"]) in history:
+        if (module, mutant["key"]) in survived_before:
           killed_later.append((module, mutant))
       elif mutant["status"] == "bad_survived":
         counts["equivalent" if why else "survived"] += 1
@@ -219,33 +219,38 @@ def report(entries: list[dict], history: dict) -> str:
   return "\n".join(lines)
 
 
+def _history_path(module: str) -> pathlib.Path:
+  """Where the mutants of `module` that ever survived are kept: mutant key -> the commit it survived."""
+  return WORK / "survivors" / f"{_slug(module)}.json"
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--module", action="append", choices=sorted(CORE_TESTS),
                       help="a core module to mutate (repeatable); default: all of them")
   parser.add_argument("--out", default=benchmark_results.default_path("mutation"))
   arguments = parser.parse_args()
-  python = sys.executable
   journal = benchmark_results.working_path(arguments.out, ".jsonl")
-  history_path = WORK / "survivors.json"  # every mutant that ever survived: (module, key) -> first commit
-  history = {tuple(k.split(" ", 1)): v for k, v in json.loads(history_path.read_text()).items()} \
-      if history_path.exists() else {}
-  tree = WORK / "tree"
-  copy_tree(tree)
   for module in arguments.module or CORE_TESTS:
     print(f"mutate: {module} against {' '.join(CORE_TESTS[module])}", flush=True)
-    entry = run_module(module, tree, python)
+    tree = WORK / "trees" / _slug(module)  # one per module: runs of different modules may overlap
+    copy_tree(tree)
+    entry = run_module(module, tree, sys.executable)
     benchmark_results.append_to_journal(journal, entry)
     survived = [m for m in entry["mutants"] if m["status"] == "bad_survived"]
+    history_path = _history_path(module)
+    history = json.loads(history_path.read_text()) if history_path.exists() else {}
     for mutant in survived:
-      history.setdefault((module, mutant["key"]), benchmark_results.commit())
-    history_path.write_text(json.dumps({" ".join(k): v for k, v in history.items()}, indent=1))
+      history.setdefault(mutant["key"], benchmark_results.commit())
+    history_path.parent.mkdir(parents=True, exist_ok=True)
+    history_path.write_text(json.dumps(history, indent=1))
     print(f"mutate: {module}: {len(entry['mutants'])} mutants, {len(survived)} survived, {entry['seconds']} s",
           flush=True)
   entries = benchmark_results.read_journal(journal)
-  survivors_now = {(e["module"], m["key"]) for e in entries for m in e["mutants"] if m["status"] == "bad_survived"}
-  earlier = {k: v for k, v in history.items() if k not in survivors_now}
-  benchmark_results.write("mutate", "Mutation testing of the core modules", report(entries, earlier), arguments.out)
+  survived_before = {(module, key) for module in CORE_TESTS if _history_path(module).exists()
+                     for key in json.loads(_history_path(module).read_text())}
+  benchmark_results.write("mutate", "Mutation testing of the core modules", report(entries, survived_before),
+                          arguments.out)
 
 
 if __name__ == "__main__":
