@@ -110,10 +110,12 @@ def mutants_of(cache: pathlib.Path, module: str, source: str) -> list[dict]:
     context = mutmut.Context(source=source, filename=module,
                              mutation_id=mutmut.RelativeMutationID(line, index, line_number))
     mutated = mutmut.mutate(context)[0].splitlines()
-    changed = [i for i in range(min(len(lines), len(mutated))) if lines[i] != mutated[i]]
-    first = changed[0] if changed else line_number
-    found.append({"line_number": line_number + 1, "original": lines[first].strip() if first < len(lines) else "",
-                  "mutant": mutated[first].strip() if first < len(mutated) else "",
+    if len(mutated) == len(lines):
+      changed = [i for i in range(len(lines)) if lines[i] != mutated[i]]
+      original, mutant = (lines[changed[0]].strip(), mutated[changed[0]].strip()) if changed else (line.strip(), "")
+    else:  # a line removed (a decorator)
+      original, mutant = line.strip(), "(line removed)"
+    found.append({"line_number": line_number + 1, "original": original, "mutant": mutant,
                   "key": mutant_key(line, index), "status": status})
   return found
 

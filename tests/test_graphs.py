@@ -44,8 +44,9 @@ def write(tmp_path, arrays, split="train", kind="tile"):
 def assert_rejected(path, fragment):
   with pytest.raises(graphs.GraphFileError) as caught:
     npz.read_graph(path)
-  assert str(path) in str(caught.value)
+  assert str(path) in str(caught.value) and caught.value.path == str(path)
   assert fragment in str(caught.value), str(caught.value)
+  assert fragment in caught.value.problem, caught.value.problem
 
 
 def test_valid_files_load_with_canonical_dtypes(tmp_path):
@@ -59,6 +60,39 @@ def test_valid_files_load_with_canonical_dtypes(tmp_path):
   np.testing.assert_allclose(graph.runtimes(), np.array([2.0, 4.0, 6.0]))
   layout = npz.read_graph(write(tmp_path, layout_arrays(), kind="layout"))
   assert isinstance(layout, graphs.LayoutGraph) and layout.collection == "layout:xla:default"
+
+
+def test_config_counts_of_both_collections():
+  tile = graphs.validate_graph("t", "g", "tile:xla", "train", tile_arrays(nodes=4, configs=3))
+  layout = graphs.validate_graph("l", "g", "layout:xla:default", "train", layout_arrays(nodes=6, configs=5))
+  assert (tile.num_configs, layout.num_configs) == (3, 5)
+
+
+def test_graph_arrays_are_the_npz_members_of_each_collection():
+  for collection, arrays in [("tile:xla", tile_arrays()), ("layout:xla:default", layout_arrays())]:
+    graph = graphs.validate_graph("p", "g", collection, "train", arrays)
+    held = graphs.graph_arrays(graph)
+    assert sorted(held) == sorted(arrays)
+    for name, value in arrays.items():
+      np.testing.assert_array_equal(held[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("value, accepted", [(-1, True), (5, True), (0, True), (-2, False), (6, False), (0.5, False)])
+def test_layout_values_are_dimension_indices_from_minus_one_to_five(tmp_path, value, accepted):
+  arrays = layout_arrays()
+  arrays["node_config_feat"][1, 0, 3] = value
+  path = write(tmp_path, arrays, kind="layout")
+  if accepted:
+    assert npz.read_graph(path).node_config_feat[1, 0, 3] == value
+  else:
+    assert_rejected(path, f"'node_config_feat'[1, 0, 3] = {value:g} is not a layout value")
+
+
+def test_each_collection_of_the_release_is_named_by_its_folders():
+  assert graphs.COLLECTIONS == ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default",
+                                "layout:nlp:random")  # the order of submissions and tables
+  for collection in graphs.COLLECTIONS:
+    assert graphs.collection_of_folders(["data", *collection.split(":"), "train"]) == collection
 
 
 @pytest.mark.parametrize("key", ["node_feat", "edge_index", "config_runtime_normalizers"])
