@@ -152,17 +152,26 @@ def run_module(module: str, tree: pathlib.Path, python: str) -> dict:
   tree_cache = tree / ".mutmut-cache"
   if cache.exists():
     shutil.copy2(cache, tree_cache)
+    with sqlite3.connect(tree_cache) as database:  # every survivor is tried again: the verdict is this run's
+      database.execute("UPDATE Mutant SET status = 'untested' WHERE status = 'bad_survived'")
   elif tree_cache.exists():
     tree_cache.unlink()
   scope = scope_lines(module, (tree / module).read_text())
   (tree / "mutmut_config.py").write_text(_HOOK.replace("__SCOPE__", repr(scope)))
   socket_path = WORK / f"{slug}.socket"
+  # The copy has no ../shared beside it: the tests read the real sample where this checkout finds it.
+  environment = {**os.environ, locations.SAMPLE_DIR_VARIABLE: str(locations.sample_dir())}
   server = subprocess.Popen([python, str(tree / "benchmarks/mutation_runner.py"), "serve", str(socket_path),
-                             str(tree)], stdout=subprocess.PIPE, text=True, cwd=tree)
+                             str(tree)], stdout=subprocess.PIPE, text=True, cwd=tree, env=environment)
   try:
     assert server.stdout.readline().strip() == "ready", "the mutation runner's server did not start"
     runner = shlex.join([python, "benchmarks/mutation_runner.py", "client", str(socket_path), str(log), "baseline",
                          "--", *CORE_TESTS[module]])
+    subprocess.run(shlex.split(runner), cwd=tree, check=False)
+    baseline = json.loads(log.read_text().splitlines()[-1])
+    if baseline["exit"] or baseline["skipped"]:
+      raise SystemExit(f"mutate: the tests of {module} fail or skip without a mutant ({baseline}; is the real "
+                       f"sample at {locations.sample_dir()}?): a skipped test kills nothing")
     started = time.monotonic()
     result = subprocess.run([python, "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner,
                              "--tests-dir", "tests", "--disable-mutation-types", MUTATION_TYPES_LEFT_OUT,

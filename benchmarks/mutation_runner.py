@@ -12,7 +12,7 @@ A child whose client went away (mutmut's timeout killed it) is killed too.
     python benchmarks/mutation_runner.py client SOCKET LOG MUTANT -- PYTEST_ARGUMENTS...
 
 Each run appends one JSON line to LOG: the mutant (as mutmut's pre-mutation hook names it), the
-exit code and the first failing test, which says which test kills a mutant.
+exit code, the first failing test (which says which test kills a mutant) and the tests skipped.
 """
 
 from __future__ import annotations
@@ -28,15 +28,17 @@ import sys
 PRELOADED = ("numpy", "pytest", "absl.logging", "tensorflow", "tensorflow_gnn", "tensorflow_ranking")
 
 
-class _FirstFailure:
-  """pytest plugin: the node id of the first failing test."""
+class _Outcome:
+  """pytest plugin: the node id of the first failing test, and how many tests skipped."""
 
   def __init__(self):
     self.failed = None
+    self.skipped = 0
 
   def pytest_runtest_logreport(self, report):
     if report.failed and self.failed is None:
       self.failed = report.nodeid
+    self.skipped += report.skipped and report.when in ("setup", "call")
 
 
 def _run_tests(tree: str, arguments: list[str], log: str, mutant: str) -> int:
@@ -47,13 +49,14 @@ def _run_tests(tree: str, arguments: list[str], log: str, mutant: str) -> int:
   null = os.open(os.devnull, os.O_WRONLY)
   os.dup2(null, 1)
   os.dup2(null, 2)
-  plugin = _FirstFailure()
+  plugin = _Outcome()
   code = int(pytest.main([*arguments, "-x", "-q", "-p", "no:cacheprovider"], plugins=[plugin]))
   import tpu_graphs  # pylint: disable=import-outside-toplevel
   if not os.path.realpath(tpu_graphs.__file__).startswith(os.path.realpath(tree) + os.sep):
     code = 99  # the tests ran against another tree's code: never a verdict on this mutant
   with open(log, "a") as stream:
-    stream.write(json.dumps({"mutant": mutant, "exit": code, "first_failure": plugin.failed}) + "\n")
+    stream.write(json.dumps({"mutant": mutant, "exit": code, "first_failure": plugin.failed,
+                             "skipped": plugin.skipped}) + "\n")
   return code
 
 
