@@ -160,7 +160,8 @@ def run_module(module: str, tree: pathlib.Path, python: str) -> dict:
   (tree / "mutmut_config.py").write_text(_HOOK.replace("__SCOPE__", repr(scope)))
   socket_path = WORK / f"{slug}.socket"
   # The copy has no ../shared beside it: the tests read the real sample where this checkout finds it.
-  environment = {**os.environ, locations.SAMPLE_DIR_VARIABLE: str(locations.sample_dir())}
+  environment = {**os.environ, locations.SAMPLE_DIR_VARIABLE: str(locations.sample_dir()),
+                 "PYTHONDONTWRITEBYTECODE": "1"}
   server = subprocess.Popen([python, str(tree / "benchmarks/mutation_runner.py"), "serve", str(socket_path),
                              str(tree)], stdout=subprocess.PIPE, text=True, cwd=tree, env=environment)
   try:

@@ -44,6 +44,9 @@ class _Outcome:
 def _run_tests(tree: str, arguments: list[str], log: str, mutant: str) -> int:
   """In the forked child: pytest on `arguments` in `tree`, quietly; appends the outcome to `log`."""
   import pytest  # pylint: disable=import-outside-toplevel
+  # No bytecode cache: Python trusts a .pyc whose source has the same size and mtime (in whole
+  # seconds), which a mutant written within a second of the one before may well have.
+  sys.dont_write_bytecode = True
   os.chdir(tree)
   sys.path[:0] = [tree, os.path.join(tree, "tests")]
   null = os.open(os.devnull, os.O_WRONLY)
