@@ -105,7 +105,9 @@ def serve(socket_path: str, tree: str) -> None:
 
 
 def client(socket_path: str, log: str, mutant: str, arguments: list[str]) -> int:
-  """Sends one request; returns the tests' exit code (2 when no server answers)."""
+  """Sends one request; returns 0 when the tests pass and 1 when they do not (fail, or cannot even
+  be collected: a mutant that breaks the import is caught too), mutmut's only "killed". No answer
+  from the server is 3, which mutmut counts as a survivor: a broken runner never kills."""
   connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   try:
     connection.connect(socket_path)
@@ -113,8 +115,10 @@ def client(socket_path: str, log: str, mutant: str, arguments: list[str]) -> int
     answer = connection.makefile().readline()
   except OSError as error:
     print(f"mutation_runner: no server at {socket_path} ({error})", file=sys.stderr)
-    return 2
-  return int(answer) if answer.strip() else 2
+    return 3
+  if not answer.strip():
+    return 3
+  return 0 if int(answer) == 0 else 1
 
 
 if __name__ == "__main__":

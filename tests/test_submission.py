@@ -1,5 +1,6 @@
 """The submission validator accepts a complete, well-formed submission and names each bad row."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 
 import sample_data
-from tpu_graphs.data import predictions
+import tile_test_data
+from tpu_graphs.data import npz, predictions
 from tpu_graphs.export import submission
 
 TILE_IDS = {"0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb": 32, "0a3585c3e686065389227fa374175e48": 1282,
@@ -99,6 +101,19 @@ def test_nothing_to_validate_against_or_to_combine_writes_nothing(data_root, tmp
   assert not (tmp_path / "submission.csv").exists()
 
 
+def test_only_the_five_collections_test_files_are_counted_and_a_kaggle_id_is_printable(tmp_path):
+  rng = np.random.default_rng(0)
+  for relative, graph_id in [("tile/xla/test", "k1"), ("tile/xla/train", "k2"), ("tile/own/test", "p")]:
+    graph = tile_test_data.tile_graph(rng, graph_id, relative.rsplit("/", 1)[1], num_configs=7)
+    npz.write_graph(tmp_path / relative / f"{graph_id}.npz", dataclasses.replace(graph, collection="tile:xla"))
+  assert submission.test_config_counts(tmp_path) == {"tile:xla:k1": 7}
+  spaced = tile_test_data.tile_graph(rng, "a b", "test", num_configs=3)
+  npz.write_graph(tmp_path / "tile/xla/test/a b.npz", spaced)
+  with pytest.raises(submission.SubmissionError, match=r"a b\.npz: graph id 'a b' \(the file name\) cannot be in a "
+                     "Kaggle submission"):
+    submission.test_config_counts(tmp_path)
+
+
 def write_run(root, name, rows):
   (root / name).mkdir(parents=True)
   return write_csv(root / name / "predictions.csv", rows)
@@ -110,6 +125,24 @@ def test_newest_run_per_collection(tmp_path):
   layout = write_run(tmp_path, "c", ["layout:nlp:random:z,0"])
   os.utime(old, (1, 1))
   assert submission.newest_prediction_files(tmp_path) == {"tile:xla": new, "layout:nlp:random": layout}
+
+
+def test_empty_prediction_files_are_passed_over_and_a_bad_id_is_named(tmp_path):
+  write_run(tmp_path, "empty", [])
+  kept = write_run(tmp_path, "kept", ["tile:xla:x,0"])
+  assert submission.newest_prediction_files(tmp_path) == {"tile:xla": kept}
+  write_run(tmp_path, "bad", ["tiles:x,0"])
+  with pytest.raises(submission.SubmissionError, match=r"bad/predictions\.csv: row 2: ID 'tiles:x'"):
+    submission.newest_prediction_files(tmp_path)
+
+
+def test_a_run_whose_config_is_unreadable_is_passed_over_by_name(tmp_path):
+  write_run(tmp_path, "broken", ["tile:xla:x,0"])
+  (tmp_path / "broken/config.json").write_text("{")
+  taken, passed_over = submission.runs_trained_on(tmp_path, tmp_path / "npz")
+  assert taken == []
+  assert passed_over == [f"{tmp_path / 'broken/predictions.csv'}: its config.json is unreadable "
+                         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
 
 
 def test_only_runs_trained_on_the_data_root_are_taken_and_the_others_are_named(tmp_path):
