@@ -35,6 +35,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from typing import Optional
 
 from benchmarks import benchmark_results
 from tpu_graphs.data import locations
@@ -142,8 +143,8 @@ def mutants_of(cache: pathlib.Path, module: str, source: str) -> list[dict]:
   return found
 
 
-def run_module(module: str, tree: pathlib.Path, python: str) -> dict:
-  """Runs mutmut on one module in `tree`; returns its journal entry."""
+def run_module(module: str, tree: pathlib.Path, python: str, minutes: Optional[float] = None) -> dict:
+  """Runs mutmut on one module in `tree` (for at most `minutes`); returns its journal entry."""
   slug = _slug(module)
   cache = WORK / "caches" / f"{slug}.sqlite"
   log = WORK / "logs" / f"{slug}.jsonl"
@@ -174,15 +175,23 @@ def run_module(module: str, tree: pathlib.Path, python: str) -> dict:
       raise SystemExit(f"mutate: the tests of {module} fail or skip without a mutant ({baseline}; is the real "
                        f"sample at {locations.sample_dir()}?): a skipped test kills nothing")
     started = time.monotonic()
-    result = subprocess.run([python, "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner,
-                             "--tests-dir", "tests", "--disable-mutation-types", MUTATION_TYPES_LEFT_OUT,
-                             "--simple-output", "--no-progress"], cwd=tree, capture_output=True, text=True)
+    mutmut = subprocess.Popen([python, "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner,
+                               "--tests-dir", "tests", "--disable-mutation-types", MUTATION_TYPES_LEFT_OUT,
+                               "--simple-output", "--no-progress"], cwd=tree, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+      output, _ = mutmut.communicate(timeout=minutes * 60 if minutes else None)
+      timed_out = False
+    except subprocess.TimeoutExpired:  # the mutants not reached stay untested, and are reported so
+      mutmut.terminate()
+      output, _ = mutmut.communicate()
+      timed_out = True
     seconds = time.monotonic() - started
   finally:
     server.kill()
     server.wait()
-  if result.returncode & 1:  # mutmut's fatal error (the baseline failing among them)
-    raise SystemExit(f"mutate: mutmut failed on {module}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+  if not timed_out and mutmut.returncode & 1:  # mutmut's fatal error (the baseline failing among them)
+    raise SystemExit(f"mutate: mutmut failed on {module}:\n{output[-3000:]}")
   shutil.copy2(tree_cache, cache)
   mutants = mutants_of(tree_cache, module, (tree / module).read_text())
   killers = {}
@@ -241,7 +250,11 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
            f"{totals['survived']} | {totals['untested']} | "
            f"{100 * totals['killed'] / max(scored, 1):.1f}% | {totals['outside']} | |", ""]
   not_run = [m for m in CORE_TESTS if m not in latest]
-  lines.append("Modules run: " + ", ".join(f"`{m}`" for m in latest) + ".")
+  untested = {e["module"]: sum(m["status"] == "untested" and not m.get("outside") for m in e["mutants"])
+              for e in latest.values()}
+  lines.append("Modules run: " + ", ".join(f"`{m}`" + (f" (partly: {untested[m]} mutants not reached in the time "
+                                                        "given, not scored)" if untested[m] else "")
+                                           for m in latest) + ".")
   lines.append("Not run at this commit: " + (", ".join(f"`{m}`" for m in not_run) or "none of CORE_TESTS") + "; "
                + "; ".join(f"`{m}` ({why})" for m, why in NOT_RUN.items()) + ".")
   lines += ["", "## Surviving mutants", ""]
@@ -268,6 +281,8 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--module", action="append", choices=sorted(CORE_TESTS),
                       help="a core module to mutate (repeatable); default: all of them")
+  parser.add_argument("--minutes", type=float, help="stop each module after this long; the mutants not reached "
+                      "are reported untested, and the next run goes on with them (mutmut's cache)")
   parser.add_argument("--out", default=benchmark_results.default_path("mutation"))
   arguments = parser.parse_args()
   journal = benchmark_results.working_path(arguments.out, ".jsonl")
@@ -275,7 +290,7 @@ def main() -> None:
     print(f"mutate: {module} against {' '.join(CORE_TESTS[module])}", flush=True)
     tree = WORK / "trees" / _slug(module)  # one per module: runs of different modules may overlap
     copy_tree(tree)
-    entry = run_module(module, tree, sys.executable)
+    entry = run_module(module, tree, sys.executable, arguments.minutes)
     benchmark_results.append_to_journal(journal, entry)
     survived = [m for m in entry["mutants"] if m["status"] == "bad_survived"]
     history_path = _history_path(module)
