@@ -243,7 +243,8 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
   scored = totals["mutants"] - totals["equivalent"] - totals["untested"]
   lines = ["Mutants of the core modules (mutmut, strings left out) against each module's quick tests. Score: "
            "killed / (mutants - equivalent - untested); outside: mutants of a module's parts that are not core "
-           "(SCOPE), not run.", "",
+           "(SCOPE), not run. A mutant killed in an earlier run stays killed (mutmut's cache, out/mutate/caches/; "
+           "tests are only added); every survivor is run again at this commit.", "",
            "| module | tests | mutants | killed | equivalent | survived | untested | score | outside | seconds |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows,
            f"| all run | | {totals['mutants']} | {totals['killed']} | {totals['equivalent']} | "

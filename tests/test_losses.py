@@ -21,6 +21,12 @@ def test_unknown_loss_and_bad_weight_are_named():
     losses.parse_loss_spec("softmax:1")
   with pytest.raises(ValueError, match="'x'"):
     losses.parse_loss_spec("mse:x")
+  for weight in ("-0.5", "nan", "inf"):
+    with pytest.raises(ValueError, match=f"loss weight '{weight}' of 'mse' .* is not a finite number >= 0"):
+      losses.parse_loss_spec(f"listmle:1,mse:{weight}")
+  with pytest.raises(ValueError, match="every loss weight in 'listmle:0,mse:0' is 0"):
+    losses.parse_loss_spec("listmle:0,mse:0")
+  assert losses.parse_loss_spec("listmle:0, mse:0.5") == {"listmle": 0.0, "mse": 0.5}  # one weight 0 is fine
 
 
 def test_padded_slots_and_lists_do_not_change_the_loss():
@@ -51,6 +57,13 @@ def test_listmle_is_the_negative_log_likelihood_of_the_label_order():
   np.testing.assert_allclose(per_list, expected, rtol=1e-5)
   # By hand: log(e^0.3 + e^0.9 + e^-0.2) - 0.3 + log(e^0.9 + e^-0.2) - 0.9 + 0 = 1.2322 + 0.2873.
   assert expected[0] == pytest.approx(1.5195, abs=1e-4)
+
+
+def test_a_list_whose_valid_labels_are_all_zero_still_has_a_loss():
+  # Label 0 is a valid (slowest) slot, not padding; ties in slot order: slot 0 first, then slot 2.
+  per_list = losses.WeightedRankingLoss("listmle:1").call(tf.constant([[0.0, -1.0, 0.0]]),
+                                                          tf.constant([[0.4, 3.0, 1.1]])).numpy()
+  np.testing.assert_allclose(per_list, [_plackett_luce_negative_log_likelihood([0.4, 1.1])], rtol=1e-5)
 
 
 def test_mix_is_weighted_sum_of_tf_ranking_losses_per_list():
