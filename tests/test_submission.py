@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -79,8 +80,10 @@ def test_written_rows_are_the_predictions_rankings_in_their_given_order(data_roo
 ])
 def test_each_malformed_case_is_rejected(data_root, tmp_path, mutate, message):
   path = write_csv(tmp_path / "bad.csv", mutate(good_rows()))
-  with pytest.raises(submission.SubmissionError, match=message):
+  with pytest.raises(submission.SubmissionError, match=message) as caught:
     submission.combine([path], data_root, tmp_path / "submission.csv")
+  assert str(caught.value).startswith(f"submission from {path}: "), caught.value  # names the file, and the row
+  assert "missing" in message or re.match(r"[^:]*: row (tile|layout):", str(caught.value)), caught.value
   assert not (tmp_path / "submission.csv").exists()
 
 
