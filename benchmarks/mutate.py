@@ -18,6 +18,7 @@ mutant that survived an earlier run and is killed now with the test that kills i
 
     python benchmarks/mutate.py                                   # every module of CORE_TESTS
     python benchmarks/mutate.py --module tpu_graphs/data/graphs.py   # one (repeatable)
+    python benchmarks/mutate.py --report                            # the result file of what ran
 """
 
 from __future__ import annotations
@@ -284,10 +285,12 @@ def main() -> None:
                       help="a core module to mutate (repeatable); default: all of them")
   parser.add_argument("--minutes", type=float, help="stop each module after this long; the mutants not reached "
                       "are reported untested, and the next run goes on with them (mutmut's cache)")
+  parser.add_argument("--report", action="store_true", help="run nothing: write the result file from the modules "
+                      "run at this commit (runs of several modules at once each write it when they end)")
   parser.add_argument("--out", default=benchmark_results.default_path("mutation"))
   arguments = parser.parse_args()
   journal = benchmark_results.working_path(arguments.out, ".jsonl")
-  for module in arguments.module or CORE_TESTS:
+  for module in [] if arguments.report else arguments.module or CORE_TESTS:
     print(f"mutate: {module} against {' '.join(CORE_TESTS[module])}", flush=True)
     tree = WORK / "trees" / _slug(module)  # one per module: runs of different modules may overlap
     copy_tree(tree)
