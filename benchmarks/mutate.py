@@ -259,6 +259,7 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
                                            for m in latest) + ".")
   lines.append("Not run at this commit: " + (", ".join(f"`{m}`" for m in not_run) or "none of CORE_TESTS") + "; "
                + "; ".join(f"`{m}` ({why})" for m, why in NOT_RUN.items()) + ".")
+  lines.append("Runs: " + "; ".join(sorted({f"`{e['command']}`" for e in latest.values() if "command" in e})) + ".")
   lines += ["", "## Surviving mutants", ""]
   if not survivors:
     lines.append("None.")
@@ -295,7 +296,7 @@ def main() -> None:
     tree = WORK / "trees" / _slug(module)  # one per module: runs of different modules may overlap
     copy_tree(tree)
     entry = run_module(module, tree, sys.executable, arguments.minutes)
-    benchmark_results.append_to_journal(journal, entry)
+    benchmark_results.append_to_journal(journal, {**entry, "command": benchmark_results.command("mutate")})
     survived = [m for m in entry["mutants"] if m["status"] == "bad_survived"]
     history_path = _history_path(module)
     history = json.loads(history_path.read_text()) if history_path.exists() else {}
