@@ -93,6 +93,19 @@ def test_each_collection_of_the_release_is_named_by_its_folders():
                                 "layout:nlp:random")  # the order of submissions and tables
   for collection in graphs.COLLECTIONS:
     assert graphs.collection_of_folders(["data", *collection.split(":"), "train"]) == collection
+  # A kind without all its names after it names no collection.
+  for folders in (["data", "tile"], ["layout", "xla"], ["layout"], []):
+    assert graphs.collection_of_folders(folders) is None, folders
+  assert graphs.collection_of_folders(["tile", "xla"]) == "tile:xla"
+
+
+def test_the_largest_float32_is_a_value_and_beyond_it_is_refused(tmp_path):
+  arrays = tile_arrays()
+  arrays["node_feat"][0, 0] = np.finfo(np.float32).max
+  assert npz.read_graph(write(tmp_path, arrays)).node_feat[0, 0] == np.finfo(np.float32).max
+  arrays["node_feat"] = arrays["node_feat"].astype(np.float64)
+  arrays["node_feat"][0, 0] = 1e39
+  assert_rejected(write(tmp_path, arrays), "'node_feat' holds 1e+39, beyond float32's range")
 
 
 @pytest.mark.parametrize("key", ["node_feat", "edge_index", "config_runtime_normalizers"])

@@ -139,12 +139,17 @@ def test_empty_prediction_files_are_passed_over_and_a_bad_id_is_named(tmp_path):
     submission.newest_prediction_files(tmp_path)
 
 
-def test_a_run_whose_config_is_unreadable_is_passed_over_by_name(tmp_path):
-  write_run(tmp_path, "broken", ["tile:xla:x,0"])
-  (tmp_path / "broken/config.json").write_text("{")
+def test_runs_without_a_readable_config_are_passed_over_by_name_and_the_next_taken(tmp_path):
+  write_run(tmp_path, "a_unrecorded", ["tile:xla:x,0"])
+  write_run(tmp_path, "b_broken", ["tile:xla:x,0"])
+  (tmp_path / "b_broken/config.json").write_text("{")
+  good = write_run(tmp_path, "c_good", ["tile:xla:x,0"])
+  (tmp_path / "c_good/config.json").write_text(json.dumps({"experiment": {"collection": "tile:xla",
+                                                                          "data_root": str(tmp_path / "npz")}}))
   taken, passed_over = submission.runs_trained_on(tmp_path, tmp_path / "npz")
-  assert taken == []
-  assert passed_over == [f"{tmp_path / 'broken/predictions.csv'}: its config.json is unreadable "
+  assert taken == [good]
+  assert passed_over == [f"{tmp_path / 'a_unrecorded/predictions.csv'}: no config.json beside it records its data root",
+                         f"{tmp_path / 'b_broken/predictions.csv'}: its config.json is unreadable "
                          "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
 
 
