@@ -20,6 +20,8 @@ def test_widths_match_the_format():
   assert len(features.NODE_FEATURE_NAMES) == graphs.NODE_FEATURE_WIDTH
   assert len(set(features.NODE_FEATURE_NAMES)) == graphs.NODE_FEATURE_WIDTH
   assert len(features.TILE_CONFIG_FEATURE_NAMES) == graphs.TILE_CONFIG_FEATURE_WIDTH
+  with pytest.raises(AttributeError):  # the one table of the columns cannot be changed by its readers
+    features.NODE_FEATURE_GROUPS[0].names = ("changed",)
 
 
 def test_convolution_features():
