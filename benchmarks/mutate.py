@@ -8,8 +8,8 @@ literals are not mutated: mutmut's change to a string is to wrap it in "XX", whi
 message no test should pin, and a key or name it breaks fails everything that uses it anyway.
 
 Each run works in a copy of the checkout under out/mutate/ (mutmut writes each mutant into the
-file it tests), keeps mutmut's cache per module there (killed mutants stay killed; survivors are
-tried again when the tests change, so a rerun after a new test is quick), and runs the tests in
+file it tests), keeps mutmut's cache per module there (killed mutants stay killed; every survivor
+is tried again in each run, so a rerun after a new test is quick), and runs the tests in
 processes forked from one that has TensorFlow imported (benchmarks/mutation_runner.py). It
 appends each module's outcome to a journal and writes benchmarks/results/mutation.md from every
 module this commit ran: each survivor with what was done, an equivalent mutant (a change no
@@ -70,8 +70,9 @@ NOT_RUN = {
 MUTATION_TYPES_LEFT_OUT = "string,fstring"
 WORK = locations.REPOSITORY / "out" / "mutate"
 EQUIVALENTS = pathlib.Path(__file__).with_name("mutation_equivalents.json")
-# mutmut's statuses: what counts as killed (a timeout is an endless loop the tests did notice).
-KILLED = {"ok_killed": "killed", "ok_suspicious": "killed", "bad_timeout": "timed out"}
+# mutmut's statuses that count as killed: failed tests, failed tests that took long, and a timeout
+# (an endless loop the tests did notice).
+KILLED = ("ok_killed", "ok_suspicious", "bad_timeout")
 
 
 def _slug(module: str) -> str:
