@@ -161,6 +161,38 @@ def test_node_splits_must_ascend_within_the_nodes(tmp_path, offsets, accepted):
     assert_rejected(path, "'node_splits' is not an ascending list of offsets within 6 nodes")
 
 
+def test_a_single_op_is_a_graph_and_no_op_is_none(tmp_path):
+  arrays = tile_arrays(nodes=1)
+  arrays["edge_index"] = np.zeros((0, 2), np.int64)
+  assert npz.read_graph(write(tmp_path, arrays)).node_feat.shape == (1, 140)
+  arrays = tile_arrays(nodes=1)
+  arrays.update(node_feat=np.zeros((0, 140), np.float32), node_opcode=np.zeros(0, np.uint8),
+                edge_index=np.zeros((0, 2), np.int64))
+  assert_rejected(write(tmp_path, arrays), "the graph has no nodes")
+
+
+def test_opcodes_must_be_one_per_node_and_fit_uint8(tmp_path):
+  arrays = tile_arrays(nodes=4)
+  arrays["node_opcode"] = arrays["node_opcode"][:3]
+  assert_rejected(write(tmp_path, arrays), "'node_opcode' has 3 entries for 4 nodes")
+  arrays = tile_arrays(nodes=4)
+  arrays["node_opcode"] = np.array([0, 1, 2, 255], np.int32)  # the largest uint8 is an opcode
+  assert npz.read_graph(write(tmp_path, arrays)).node_opcode.tolist() == [0, 1, 2, 255]
+  arrays["node_opcode"] = np.array([0, 1, 2, 256], np.int32)
+  assert_rejected(write(tmp_path, arrays), "'node_opcode' holds values in [0, 256], outside uint8")
+
+
+@pytest.mark.parametrize("dtype, rank", [(np.float64, 3), (np.float32, 2)])
+def test_a_streamed_array_of_another_dtype_or_rank_is_refused_by_its_header(tmp_path, dtype, rank):
+  arrays = layout_arrays()
+  feat = arrays["node_config_feat"].astype(dtype)
+  arrays["node_config_feat"] = feat if rank == 3 else feat.reshape(feat.shape[0], -1)
+  path = write(tmp_path, arrays, kind="layout")
+  with pytest.raises(graphs.GraphFileError, match=rf"'node_config_feat' is {np.dtype(dtype).name} of rank {rank}, "
+                     "expected float32 of rank 3"):
+    npz.read_graph(path, stream_configs=True)
+
+
 def test_config_counts_disagree(tmp_path):
   arrays = tile_arrays()
   arrays["config_runtime"] = arrays["config_runtime"][:2]
