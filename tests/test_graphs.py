@@ -212,6 +212,8 @@ def test_negative_runtime_in_labelled_split_only(tmp_path):
   arrays = layout_arrays()
   arrays["config_runtime"][:] = 0
   assert npz.read_graph(write(tmp_path, arrays, split="test", kind="layout")).split == "test"
+  # A validation file nothing was measured in is read (and left out of the metrics): 0 is no negative value.
+  assert npz.read_graph(write(tmp_path, arrays, split="valid", kind="layout")).config_runtime.tolist() == [0, 0, 0]
 
 
 def test_zero_configs(tmp_path):
