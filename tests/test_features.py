@@ -40,6 +40,7 @@ def test_convolution_features():
   assert row[column("window_size_product")] == 9 and row[column("window_window_reversal_false_count")] == 2
   assert row[column("convolution_dim_numbers_input_feature_dim")] == 3
   assert row[column("layout_minor_to_major_0")] == 3 and row[column("layout_minor_to_major_3")] == 1
+  assert row[features.SHAPE_COLUMNS].tolist() == [2, 8, 8, 16, 0, 0]  # the result's shape, zero padded to rank 6
 
 
 def test_every_convolution_dimension_number_has_its_own_column():
