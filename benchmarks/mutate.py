@@ -79,6 +79,50 @@ def _slug(module: str) -> str:
   return module.replace("/", "_").removesuffix(".py")
 
 
+def _tested_files(module: str) -> list[str]:
+  """What a module's verdicts depend on: the module, its test modules and the tests' shared helpers."""
+  tests = locations.REPOSITORY / "tests"
+  helpers = sorted(f"tests/{path.name}" for path in tests.glob("*.py") if not path.name.startswith("test_"))
+  return [module, *(a for a in CORE_TESTS[module] if a.endswith(".py")), *helpers]
+
+
+def fingerprint(module: str, read) -> str:
+  """A digest of the module's tested files, each read by `read(relative path) -> bytes` (None: absent)."""
+  digest = hashlib.sha256()
+  for relative in _tested_files(module):
+    digest.update(relative.encode() + b"\0" + (read(relative) or b"") + b"\0")
+  return digest.hexdigest()
+
+
+def _read_at(commit: str):
+  """A reader of files as they are in `commit`."""
+  def read(relative: str):
+    shown = subprocess.run(["git", "-C", str(locations.REPOSITORY), "show", f"{commit}:{relative}"],
+                           capture_output=True)
+    return shown.stdout if shown.returncode == 0 else None
+  return read
+
+
+def _read_checkout(relative: str):
+  path = locations.REPOSITORY / relative
+  return path.read_bytes() if path.exists() else None
+
+
+def current_entries(journal: pathlib.Path) -> list[dict]:
+  """Per module, the latest journal entry that ran the module's tested files as they are in the
+  checkout now (same module, tests and helpers), whatever commit it ran at; oldest first."""
+  entries = [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
+  now = {module: fingerprint(module, _read_checkout) for module in CORE_TESTS}
+  latest = {}
+  for entry in entries:
+    ran = entry.get("fingerprint")
+    if ran is None and "with uncommitted changes" not in entry["commit"]:  # entries written before fingerprints
+      ran = fingerprint(entry["module"], _read_at(entry["commit"]))
+    if entry["module"] in now and ran == now[entry["module"]]:
+      latest[entry["module"]] = entry
+  return list(latest.values())
+
+
 def mutant_key(line: str, index: int) -> str:
   """A mutant's name that survives edits elsewhere in its file: its source line and its index there."""
   return f"{index}:{hashlib.sha1(line.encode()).hexdigest()[:12]}"
@@ -238,17 +282,21 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
     totals.update(counts)
     scored = counts["mutants"] - counts["equivalent"] - counts["untested"]
     scope = f" ({', '.join(SCOPE[module])})" if module in SCOPE else ""
-    rows.append(f"| `{module}`{scope} | {' '.join(entry['tests'])} | {counts['mutants']} | {counts['killed']} | "
-                f"{counts['equivalent']} | {counts['survived']} | {counts['untested']} | "
+    ran_at = entry.get("ran_at", entry["commit"]).split()[0][:7]
+    rows.append(f"| `{module}`{scope} | {ran_at} | {' '.join(entry['tests'])} | {counts['mutants']} | "
+                f"{counts['killed']} | {counts['equivalent']} | {counts['survived']} | {counts['untested']} | "
                 f"{100 * counts['killed'] / max(scored, 1):.1f}% | {counts['outside']} | {entry['seconds']} |")
   scored = totals["mutants"] - totals["equivalent"] - totals["untested"]
   lines = ["Mutants of the core modules (mutmut, strings left out) against each module's quick tests. Score: "
            "killed / (mutants - equivalent - untested); outside: mutants of a module's parts that are not core "
-           "(SCOPE), not run. A mutant killed in an earlier run stays killed (mutmut's cache, out/mutate/caches/; "
-           "tests are only added); every survivor is run again at this commit.", "",
-           "| module | tests | mutants | killed | equivalent | survived | untested | score | outside | seconds |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows,
-           f"| all run | | {totals['mutants']} | {totals['killed']} | {totals['equivalent']} | "
+           "(SCOPE), not run. Each module's row is its latest run of the module, its tests and their helpers as "
+           "they are at this commit (run at: the commit it ran at; files it does not test may have changed since). "
+           "A mutant killed in an earlier run stays killed (mutmut's cache, out/mutate/caches/; tests are only "
+           "added); every survivor is run again in each run.", "",
+           "| module | run at | tests | mutants | killed | equivalent | survived | untested | score | outside "
+           "| seconds |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|", *rows,
+           f"| all run | | | {totals['mutants']} | {totals['killed']} | {totals['equivalent']} | "
            f"{totals['survived']} | {totals['untested']} | "
            f"{100 * totals['killed'] / max(scored, 1):.1f}% | {totals['outside']} | |", ""]
   not_run = [m for m in CORE_TESTS if m not in latest]
@@ -257,7 +305,8 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
   lines.append("Modules run: " + ", ".join(f"`{m}`" + (f" (partly: {untested[m]} mutants not reached in the time "
                                                         "given, not scored)" if untested[m] else "")
                                            for m in latest) + ".")
-  lines.append("Not run at this commit: " + (", ".join(f"`{m}`" for m in not_run) or "none of CORE_TESTS") + "; "
+  lines.append("Not run on this commit's code and tests: " + (", ".join(f"`{m}`" for m in not_run) or "none")
+               + "; "
                + "; ".join(f"`{m}` ({why})" for m, why in NOT_RUN.items()) + ".")
   lines.append("Runs: " + "; ".join(sorted({f"`{e['command']}`" for e in latest.values() if "command" in e})) + ".")
   lines += ["", "## Surviving mutants", ""]
@@ -286,17 +335,21 @@ def main() -> None:
                       help="a core module to mutate (repeatable); default: all of them")
   parser.add_argument("--minutes", type=float, help="stop each module after this long; the mutants not reached "
                       "are reported untested, and the next run goes on with them (mutmut's cache)")
-  parser.add_argument("--report", action="store_true", help="run nothing: write the result file from the modules "
-                      "run at this commit (runs of several modules at once each write it when they end)")
+  parser.add_argument("--report", action="store_true", help="run nothing: write the result file from the latest run "
+                      "of each module on its code and tests as they are now (runs of several modules at once each "
+                      "write it when they end)")
   parser.add_argument("--out", default=benchmark_results.default_path("mutation"))
   arguments = parser.parse_args()
   journal = benchmark_results.working_path(arguments.out, ".jsonl")
   for module in [] if arguments.report else arguments.module or CORE_TESTS:
     print(f"mutate: {module} against {' '.join(CORE_TESTS[module])}", flush=True)
     tree = WORK / "trees" / _slug(module)  # one per module: runs of different modules may overlap
+    ran_at = benchmark_results.commit()
     copy_tree(tree)
+    ran = fingerprint(module, lambda relative: (tree / relative).read_bytes() if (tree / relative).exists() else None)
     entry = run_module(module, tree, sys.executable, arguments.minutes)
-    benchmark_results.append_to_journal(journal, {**entry, "command": benchmark_results.command("mutate")})
+    benchmark_results.append_to_journal(journal, {**entry, "command": benchmark_results.command("mutate"),
+                                                  "fingerprint": ran, "ran_at": ran_at})
     survived = [m for m in entry["mutants"] if m["status"] == "bad_survived"]
     history_path = _history_path(module)
     history = json.loads(history_path.read_text()) if history_path.exists() else {}
@@ -306,7 +359,7 @@ def main() -> None:
     history_path.write_text(json.dumps(history, indent=1))
     print(f"mutate: {module}: {len(entry['mutants'])} mutants, {len(survived)} survived, {entry['seconds']} s",
           flush=True)
-  entries = benchmark_results.read_journal(journal)
+  entries = current_entries(journal)
   survived_before = {(module, key) for module in CORE_TESTS if _history_path(module).exists()
                      for key in json.loads(_history_path(module).read_text())}
   benchmark_results.write("mutate", "Mutation testing of the core modules", report(entries, survived_before),
