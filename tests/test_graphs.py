@@ -193,6 +193,30 @@ def test_a_streamed_array_of_another_dtype_or_rank_is_refused_by_its_header(tmp_
     npz.read_graph(path, stream_configs=True)
 
 
+def test_unmeasured_runtimes_in_labelled_splits(tmp_path):
+  arrays = layout_arrays()
+  arrays["config_runtime"][:] = [1, 0, 1]  # one config unmeasured among measured ones: refused in any labelled split
+  assert_rejected(write(tmp_path, arrays, split="valid", kind="layout"),
+                  "'config_runtime' is 0 at config 1 (1 of 3 configs) in labelled split valid")
+  arrays["config_runtime"][:] = 0  # nothing measured: refused for training, read elsewhere
+  assert_rejected(write(tmp_path, arrays, split="train", kind="layout"), "'config_runtime' is all 0 (nothing "
+                  "measured) in the training split")
+  assert npz.read_graph(write(tmp_path, arrays, split="test", kind="layout")).num_configs == 3
+  tile = tile_arrays()
+  tile["config_runtime_normalizers"][1] = 0
+  assert_rejected(write(tmp_path, tile, split="train"), "'config_runtime_normalizers' holds zeros in a labelled split")
+  tile["config_runtime"][:] = 0
+  assert npz.read_graph(write(tmp_path, tile, split="test")).config_runtime_normalizers[1] == 0
+
+
+def test_node_zero_is_configurable_and_the_first_bad_id_is_named(tmp_path):
+  arrays = layout_arrays()
+  arrays["node_config_ids"] = np.array([0, 4], np.int64)
+  assert npz.read_graph(write(tmp_path, arrays, kind="layout")).node_config_ids.tolist() == [0, 4]
+  arrays["node_config_ids"] = np.array([0, 7], np.int64)
+  assert_rejected(write(tmp_path, arrays, kind="layout"), "'node_config_ids' entry 1 = 7 is out of range for 6 nodes")
+
+
 def test_config_counts_disagree(tmp_path):
   arrays = tile_arrays()
   arrays["config_runtime"] = arrays["config_runtime"][:2]
