@@ -66,6 +66,15 @@ def test_a_list_whose_valid_labels_are_all_zero_still_has_a_loss():
   np.testing.assert_allclose(per_list, [_plackett_luce_negative_log_likelihood([0.4, 1.1])], rtol=1e-5)
 
 
+def test_a_loss_rebuilt_from_its_config_is_the_same_mix():
+  loss = losses.WeightedRankingLoss("pairwise_hinge:0.5,mse:2", name="mix")
+  assert loss.get_config() == {"spec": "pairwise_hinge:0.5,mse:2", "name": "mix"}
+  labels, logits = tf.constant([[2.0, 0.0, 1.0]]), tf.constant([[0.3, -0.2, 0.9]])
+  rebuilt = losses.WeightedRankingLoss.from_config(loss.get_config())
+  assert rebuilt.call(labels, logits).numpy() == pytest.approx(loss.call(labels, logits).numpy())
+  assert losses.WeightedRankingLoss().spec == "listmle:1"
+
+
 def test_mix_is_weighted_sum_of_tf_ranking_losses_per_list():
   labels = tf.constant([[2.0, 0.0, 1.0], [0.0, 1.0, -1.0]])
   logits = tf.constant([[0.3, -0.2, 0.9], [0.5, 0.1, 0.0]])
