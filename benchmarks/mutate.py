@@ -290,7 +290,8 @@ def report(entries: list[dict], survived_before: set[tuple[str, str]]) -> str:
   lines = ["Mutants of the core modules (mutmut, strings left out) against each module's quick tests. Score: "
            "killed / (mutants - equivalent - untested); outside: mutants of a module's parts that are not core "
            "(SCOPE), not run. Each module's row is its latest run of the module, its tests and their helpers as "
-           "they are at this commit (run at: the commit it ran at; files it does not test may have changed since). "
+           "they are at this commit (run at: the commit it ran at, or for a run the journal has no such record of, "
+           "the commit when it ended, whose tested files are the same). "
            "A mutant killed in an earlier run stays killed (mutmut's cache, out/mutate/caches/; tests are only "
            "added); every survivor is run again in each run.", "",
            "| module | run at | tests | mutants | killed | equivalent | survived | untested | score | outside "
