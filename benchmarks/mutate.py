@@ -32,6 +32,7 @@ import os
 import pathlib
 import shlex
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -219,12 +220,13 @@ def run_module(module: str, tree: pathlib.Path, python: str, minutes: Optional[f
     mutmut = subprocess.Popen([python, "-m", "mutmut", "run", "--paths-to-mutate", module, "--runner", runner,
                                "--tests-dir", "tests", "--disable-mutation-types", MUTATION_TYPES_LEFT_OUT,
                                "--simple-output", "--no-progress"], cwd=tree, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
       output, _ = mutmut.communicate(timeout=minutes * 60 if minutes else None)
       timed_out = False
     except subprocess.TimeoutExpired:  # the mutants not reached stay untested, and are reported so
-      mutmut.terminate()
+      # mutmut tests in a worker process of its own, which would go on: stop its whole session.
+      os.killpg(mutmut.pid, signal.SIGKILL)
       output, _ = mutmut.communicate()
       timed_out = True
     seconds = time.monotonic() - started
