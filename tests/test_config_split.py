@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 
+import layout_test_data
 import sample_data
 from tpu_graphs.data import config_split, npz
 
@@ -31,6 +32,15 @@ def test_split_files_hold_the_original_rows_and_hide_test_runtimes(tmp_path):
     np.testing.assert_array_equal(part.node_feat, graph.node_feat)
     expected = np.zeros(len(rows[split])) if split == "test" else graph.config_runtime[rows[split]]
     np.testing.assert_array_equal(part.config_runtime, expected)
+
+
+def test_a_program_whose_fastest_config_takes_one_unit_is_labelled(tmp_path):
+  # Runtimes are positive integers: 1 is the smallest measured one.
+  graph = layout_test_data.layout_graph(np.zeros((8, 2, 18)), runtimes=[1, 2, 3, 4, 5, 6, 7, 8])
+  rows = config_split.write_config_split(graph, tmp_path / "split", seed=0)
+  assert sorted(np.concatenate(list(rows.values()))) == list(range(8))
+  npz.write_graph(tmp_path / "tree/layout/xla/random/train/built.npz", graph)
+  assert config_split.labelled_layout_files(tmp_path / "tree") == [tmp_path / "tree/layout/xla/random/train/built.npz"]
 
 
 def test_unlabelled_files_cannot_be_split(tmp_path):

@@ -20,6 +20,8 @@ def test_widths_match_the_format():
   assert len(features.NODE_FEATURE_NAMES) == graphs.NODE_FEATURE_WIDTH
   assert len(set(features.NODE_FEATURE_NAMES)) == graphs.NODE_FEATURE_WIDTH
   assert len(features.TILE_CONFIG_FEATURE_NAMES) == graphs.TILE_CONFIG_FEATURE_WIDTH
+  with pytest.raises(AttributeError):  # the one table of the columns cannot be changed by its readers
+    features.NODE_FEATURE_GROUPS[0].names = ("changed",)
 
 
 def test_convolution_features():
@@ -38,6 +40,30 @@ def test_convolution_features():
   assert row[column("window_size_product")] == 9 and row[column("window_window_reversal_false_count")] == 2
   assert row[column("convolution_dim_numbers_input_feature_dim")] == 3
   assert row[column("layout_minor_to_major_0")] == 3 and row[column("layout_minor_to_major_3")] == 1
+  assert row[features.SHAPE_COLUMNS].tolist() == [2, 8, 8, 16, 0, 0]  # the result's shape, zero padded to rank 6
+
+
+def test_every_convolution_dimension_number_has_its_own_column():
+  # A 3-d convolution whose sixteen dimension numbers are all different, so that two columns
+  # swapped, shifted or dropped show; a fourth spatial entry is absent and reads 0.
+  conv = hlo_pb2.HloInstructionProto(opcode="convolution")
+  numbers = conv.convolution_dimension_numbers
+  numbers.input_batch_dimension, numbers.input_feature_dimension = 11, 12
+  numbers.input_spatial_dimensions.extend([13, 14, 15])
+  numbers.kernel_input_feature_dimension, numbers.kernel_output_feature_dimension = 21, 22
+  numbers.kernel_spatial_dimensions.extend([23, 24, 25])
+  numbers.output_batch_dimension, numbers.output_feature_dimension = 31, 32
+  numbers.output_spatial_dimensions.extend([33, 34, 35])  # not a feature of the release
+  row = np.asarray(features.node_features(conv, is_root=False))
+  prefix = "convolution_dim_numbers_"
+  expected = {"input_batch_dim": 11, "input_feature_dim": 12, "input_spatial_dims_0": 13,
+              "input_spatial_dims_1": 14, "input_spatial_dims_2": 15, "input_spatial_dims_3": 0,
+              "kernel_input_feature_dim": 21, "kernel_output_feature_dim": 22, "kernel_spatial_dims_0": 23,
+              "kernel_spatial_dims_1": 24, "kernel_spatial_dims_2": 25, "kernel_spatial_dims_3": 0,
+              "output_batch_dim": 31, "output_feature_dim": 32}
+  assert {name[len(prefix):]: row[column(name)] for name in features.NODE_FEATURE_NAMES
+          if name.startswith(prefix)} == expected
+  assert np.count_nonzero(row >= 11) == 12  # no dimension number lands in another column too
 
 
 def test_absent_sequences_have_product_one_and_zero_sum():

@@ -117,6 +117,10 @@ def test_bare_module_becomes_unlabelled_program_graph():
   assert graph.split == "test" and graph.config_runtime.tolist() == [0]
   # Its configurable nodes (convolutions, dots, reshapes) are the release's 53 convolutions + 9 reshapes.
   np.testing.assert_array_equal(graph.node_config_ids, tuning.config_index_to_node)
+  # Its one config is the layouts as found: each tensor's two minor-most dimensions (all of the
+  # release's configs set two, unet3d's rank-5 tensors included), the other four -1.
+  tensors = graph.node_config_feat[0].reshape(-1, 3, 6)
+  assert (tensors[:, :, :2] >= 0).any() and (tensors[:, :, 2:] == -1).all()
 
 
 def test_kernel_modules_wrap_each_fusion_in_its_own_module():

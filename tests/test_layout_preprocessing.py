@@ -61,12 +61,16 @@ def _pruned_edges(pruned) -> np.ndarray:
 
 
 @pytest.mark.parametrize("hops", [0, 1, 2])
-def test_pruning_keeps_configurable_ops_their_neighbourhood_and_reachability(hops):
+@pytest.mark.parametrize("prune", ["prune_to_configurable", "Pruning"])
+def test_pruning_keeps_configurable_ops_their_neighbourhood_and_reachability(hops, prune):
   node_feat, edges, configurable, node_config_feat = _random_program(hops)
   num_nodes = node_feat.shape[0]
   graph = records.graph_tensor_from_arrays("layout", node_feat, np.zeros(num_nodes, np.uint8), edges,
                                            node_config_ids=configurable, node_config_feat=node_config_feat)
-  pruned = layout_preprocessing.prune_to_configurable(graph, hops)
+  if prune == "Pruning":  # the task's structure transform, as training and the export apply it
+    pruned = layout_preprocessing.Pruning(hops)(graph)
+  else:
+    pruned = layout_preprocessing.prune_to_configurable(graph, hops)
 
   kept = pruned.node_sets["op"]["feat"][:, 0].numpy().astype(int)
   expected = np.zeros(num_nodes, bool)

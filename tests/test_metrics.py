@@ -64,9 +64,30 @@ def test_pair_metrics_match_brute_force_with_ties():
     assert metrics.kendall_tau(runtimes, scores) == pytest.approx(tau, abs=1e-12)
 
 
+def test_tile_metrics_of_a_kernel_by_hand():
+  runtimes = [9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.5, 1.2, 1.0, 3.0]
+  scores = np.arange(12.0)  # predicted order 0, 1, ..., 11: the best config (1.0) is 11th
+  opa, _ = _brute_force(runtimes, scores)
+  assert metrics.tile_metrics(runtimes, scores) == pytest.approx(
+      {"top1_slowdown": 8.0, "top5_slowdown": 4.0, "top10_slowdown": 0.2, "tile_score": -3.0, "opa": opa})
+  np.testing.assert_array_equal(metrics.top_k_indices([3.0, 1.0, 1.0, 0.0], 3), [3, 1, 2])  # ties in index order
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_scores_that_order_nothing_give_nan(bad):
+  runtimes, scores = [3.0, 1.0, 2.0], [0.0, bad, 1.0]
+  for metric in (metrics.ordered_pair_accuracy, metrics.kendall_tau, metrics.tile_score):
+    assert np.isnan(metric(runtimes, scores)), metric.__name__
+  assert np.isnan(metrics.top_k_slowdown(runtimes, scores, 1))
+
+
 def test_mismatched_shapes_and_unmeasured_runtimes_are_rejected():
   with pytest.raises(ValueError, match="same shape"):
     metrics.kendall_tau([1.0, 2.0], [1.0])
+  with pytest.raises(ValueError, match="same shape"):
+    metrics.kendall_tau([[1.0, 2.0]], [[1.0, 2.0]])
+  with pytest.raises(ValueError, match="c > 0"):
+    metrics.ordered_pair_accuracy([], [])
   with pytest.raises(ValueError, match="positive runtimes"):
     metrics.tile_score([0.0, 0.0], [1.0, 2.0])
 

@@ -54,6 +54,38 @@ def test_write_is_deterministic_and_round_trips(tmp_path):
     np.testing.assert_array_equal(value, getattr(graph, name))
 
 
+def test_members_are_dated_at_the_zip_epoch_so_the_bytes_are_the_same_any_day(tmp_path):
+  npz.write_npz(tmp_path / "x.npz", {"a": np.arange(3), "b": np.ones((2, 2), np.float32)})
+  with zipfile.ZipFile(tmp_path / "x.npz") as archive:
+    assert [info.date_time for info in archive.infolist()] == [(1980, 1, 1, 0, 0, 0)] * 2
+
+
+def _tile_file(tmp_path, config_feat):
+  rng = np.random.default_rng(0)
+  path = tmp_path / "tile/xla/train/g.npz"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  np.savez(path, node_feat=rng.normal(size=(3, 140)).astype(np.float32), node_opcode=np.arange(3, dtype=np.uint8),
+           edge_index=np.array([[1, 0], [2, 1]]), config_feat=config_feat,
+           config_runtime=np.arange(1, len(config_feat) + 1), config_runtime_normalizers=np.ones(len(config_feat), int))
+  return path
+
+
+def test_a_streamed_array_reads_whole_as_loaded_in_any_dtype(tmp_path):
+  config_feat = np.arange(5 * 24, dtype=np.float32).reshape(5, 24)
+  streamed = npz.read_graph(_tile_file(tmp_path, config_feat), stream_configs=True).config_feat
+  np.testing.assert_array_equal(np.asarray(streamed), config_feat)
+  as_double = np.asarray(streamed, np.float64)
+  assert as_double.dtype == np.float64 and as_double.shape == (5, 24)
+  np.testing.assert_array_equal(as_double, config_feat)
+
+
+def test_a_fortran_ordered_config_array_is_refused_for_streaming_by_name(tmp_path):
+  path = _tile_file(tmp_path, np.asfortranarray(np.arange(5 * 24, dtype=np.float32).reshape(5, 24)))
+  with pytest.raises(graphs.GraphFileError, match=r"'config_feat' is stored in Fortran order; cannot stream it"):
+    npz.read_graph(path, stream_configs=True)
+  np.testing.assert_array_equal(npz.read_graph(path).config_feat, np.arange(5 * 24).reshape(5, 24))  # loaded: fine
+
+
 def test_chunked_write_equals_whole_write(tmp_path):
   rng = np.random.default_rng(0)
   big = rng.normal(size=(100, 7, 18)).astype(np.float32)

@@ -21,6 +21,14 @@ def test_written_rows_read_back_in_the_order_written(tmp_path):
   assert predictions.read_predictions(tmp_path / "run/predictions.csv") == rows
 
 
+def test_a_prediction_is_a_value():
+  # Frozen: a row validated (export/submission.py) is the row written; and hashable, as a value is.
+  prediction = predictions.Prediction("tile:xla", "a", (1, 0))
+  assert {prediction, predictions.Prediction("tile:xla", "a", (1, 0))} == {prediction}
+  with pytest.raises(AttributeError):
+    prediction.ranking = (0, 1)
+
+
 def test_positions_place_every_config_where_the_ranking_puts_it():
   prediction = predictions.Prediction("layout:xla:default", "g", (2, 0, 3, 1))
   assert prediction.positions(4).tolist() == [1, 3, 0, 2]
@@ -33,6 +41,7 @@ def test_positions_place_every_config_where_the_ranking_puts_it():
     (["tile:xla:abc,0;1;x"], "ID,TopConfigs", "row 2: invalid literal"),
     (["tiles:xla:abc,0;1"], "ID,TopConfigs", "row 2: ID 'tiles:xla:abc' is not <collection>:<graph id>"),
     (["layout:xla:abc,0;1"], "ID,TopConfigs", "is not <collection>:<graph id>"),
+    (["tile:xla:,0;1"], "ID,TopConfigs", "ID 'tile:xla:' is not <collection>:<graph id>"),  # no graph id
     (["tile:xla:abc,0,1"], "ID,TopConfigs", "row 2 has 3 fields"),
     (["tile:xla:abc,0"], "id,top", "header is"),
 ])

@@ -94,6 +94,38 @@ def test_graph_from_raw_arrays_equals_the_joined_records(relative):
   assert set(served.context.features) == set(joined.context.features)
 
 
+def test_graph_from_raw_arrays_holds_the_arrays_as_the_format_says():
+  # Written out by hand for a 5-op layout graph (edge_index rows [consumer, producer]), 2 configs
+  # of 2 configurable ops, so that no expected value goes through records' own code.
+  node_feat = np.arange(5 * 140, dtype=np.float32).reshape(5, 140)
+  edge_index = np.array([[1, 0], [2, 1], [4, 1], [3, 2]])
+  node_config_feat = np.arange(2 * 2 * 18, dtype=np.float32).reshape(2, 2, 18) % 7 - 1
+  graph = records.graph_tensor_from_arrays("layout", node_feat, np.array([3, 1, 4, 1, 5]), edge_index,
+                                           node_config_ids=np.array([4, 1]), node_config_feat=node_config_feat)
+  op = graph.node_sets["op"]
+  np.testing.assert_array_equal(op["feat"].numpy(), node_feat)
+  np.testing.assert_array_equal(op["opcode"].numpy(), [3, 1, 4, 1, 5])
+  np.testing.assert_array_equal(op["config_slot"].numpy(), [-1, 1, -1, -1, 0])
+  feeds = graph.edge_sets["feeds"].adjacency  # data flows from producer (source) to consumer (target)
+  np.testing.assert_array_equal(feeds.source.numpy(), [0, 1, 1, 2])
+  np.testing.assert_array_equal(feeds.target.numpy(), [1, 2, 4, 3])
+  np.testing.assert_array_equal(graph.node_sets["config"]["config_index"].numpy(), [0, 1])
+  np.testing.assert_array_equal(graph.node_sets["node_config"]["feat"].numpy(),
+                                [node_config_feat[0, 0], node_config_feat[0, 1],
+                                 node_config_feat[1, 0], node_config_feat[1, 1]])
+  configures = graph.edge_sets["configures"].adjacency  # node_config c * 2 + j sets op node_config_ids[j]
+  np.testing.assert_array_equal(configures.source.numpy(), [0, 1, 2, 3])
+  np.testing.assert_array_equal(configures.target.numpy(), [4, 1, 4, 1])
+  belongs = graph.edge_sets["belongs_to"].adjacency
+  np.testing.assert_array_equal(belongs.source.numpy(), [0, 1, 2, 3])
+  np.testing.assert_array_equal(belongs.target.numpy(), [0, 0, 1, 1])
+  tile = records.graph_tensor_from_arrays("tile", node_feat, np.zeros(5), edge_index,
+                                          config_feat=np.eye(3, 24, dtype=np.float32))
+  np.testing.assert_array_equal(tile.node_sets["config"]["feat"].numpy(), np.eye(3, 24))
+  np.testing.assert_array_equal(tile.node_sets["config"]["config_index"].numpy(), [0, 1, 2])
+  np.testing.assert_array_equal(tile.edge_sets["feeds"].adjacency.source.numpy(), [0, 1, 1, 2])
+
+
 def test_serialization_is_deterministic():
   path = sample_data.require_sample("npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz")
   graph = npz.read_graph(path)

@@ -1,13 +1,17 @@
 """The submission validator accepts a complete, well-formed submission and names each bad row."""
 
+import dataclasses
 import json
 import os
+import re
 import sys
 
+import numpy as np
 import pytest
 
 import sample_data
-from tpu_graphs.data import predictions
+import tile_test_data
+from tpu_graphs.data import npz, predictions
 from tpu_graphs.export import submission
 
 TILE_IDS = {"0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb": 32, "0a3585c3e686065389227fa374175e48": 1282,
@@ -51,6 +55,19 @@ def test_valid_submission_is_combined_in_collection_order(data_root, tmp_path):
   assert written[7].startswith("layout:xla:default:") and written[10].startswith("layout:nlp:random:")
 
 
+def test_written_rows_are_the_predictions_rankings_in_their_given_order(data_root, tmp_path):
+  # Rankings in no sorted order, so that a reversed, sorted or shifted ranking differs from them.
+  rng = np.random.default_rng(7)
+  expected = {f"tile:xla:{g}": [int(i) for i in rng.permutation(n)[:5]] for g, n in TILE_IDS.items()}
+  expected.update({row_id: [int(i) for i in rng.permutation(n)] for row_id, n in LAYOUT_IDS.items()})
+  rows = [f"{row_id},{';'.join(map(str, ranking))}" for row_id, ranking in expected.items()]
+  path = write_csv(tmp_path / "predictions.csv", rows)
+  assert submission.combine([path], data_root, tmp_path / "submission.csv") == 10
+  written = (tmp_path / "submission.csv").read_text().splitlines()
+  assert written[0] == "ID,TopConfigs"
+  assert {line.split(",")[0]: [int(i) for i in line.split(",")[1].split(";")] for line in written[1:]} == expected
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda rows: rows[1:], r"1 test graph\(s\) missing"),
     (lambda rows: rows + rows[:1], "appears more than once"),
@@ -63,8 +80,10 @@ def test_valid_submission_is_combined_in_collection_order(data_root, tmp_path):
 ])
 def test_each_malformed_case_is_rejected(data_root, tmp_path, mutate, message):
   path = write_csv(tmp_path / "bad.csv", mutate(good_rows()))
-  with pytest.raises(submission.SubmissionError, match=message):
+  with pytest.raises(submission.SubmissionError, match=message) as caught:
     submission.combine([path], data_root, tmp_path / "submission.csv")
+  assert str(caught.value).startswith(f"submission from {path}: "), caught.value  # names the file, and the row
+  assert "missing" in message or re.match(r"[^:]*: row (tile|layout):", str(caught.value)), caught.value
   assert not (tmp_path / "submission.csv").exists()
 
 
@@ -85,6 +104,19 @@ def test_nothing_to_validate_against_or_to_combine_writes_nothing(data_root, tmp
   assert not (tmp_path / "submission.csv").exists()
 
 
+def test_only_the_five_collections_test_files_are_counted_and_a_kaggle_id_is_printable(tmp_path):
+  rng = np.random.default_rng(0)
+  for relative, graph_id in [("tile/xla/test", "k1"), ("tile/xla/train", "k2"), ("tile/own/test", "p")]:
+    graph = tile_test_data.tile_graph(rng, graph_id, relative.rsplit("/", 1)[1], num_configs=7)
+    npz.write_graph(tmp_path / relative / f"{graph_id}.npz", dataclasses.replace(graph, collection="tile:xla"))
+  assert submission.test_config_counts(tmp_path) == {"tile:xla:k1": 7}
+  spaced = tile_test_data.tile_graph(rng, "a b", "test", num_configs=3)
+  npz.write_graph(tmp_path / "tile/xla/test/a b.npz", spaced)
+  with pytest.raises(submission.SubmissionError, match=r"a b\.npz: graph id 'a b' \(the file name\) cannot be in a "
+                     "Kaggle submission"):
+    submission.test_config_counts(tmp_path)
+
+
 def write_run(root, name, rows):
   (root / name).mkdir(parents=True)
   return write_csv(root / name / "predictions.csv", rows)
@@ -96,6 +128,29 @@ def test_newest_run_per_collection(tmp_path):
   layout = write_run(tmp_path, "c", ["layout:nlp:random:z,0"])
   os.utime(old, (1, 1))
   assert submission.newest_prediction_files(tmp_path) == {"tile:xla": new, "layout:nlp:random": layout}
+
+
+def test_empty_prediction_files_are_passed_over_and_a_bad_id_is_named(tmp_path):
+  write_run(tmp_path, "empty", [])
+  kept = write_run(tmp_path, "kept", ["tile:xla:x,0"])
+  assert submission.newest_prediction_files(tmp_path) == {"tile:xla": kept}
+  write_run(tmp_path, "bad", ["tiles:x,0"])
+  with pytest.raises(submission.SubmissionError, match=r"bad/predictions\.csv: row 2: ID 'tiles:x'"):
+    submission.newest_prediction_files(tmp_path)
+
+
+def test_runs_without_a_readable_config_are_passed_over_by_name_and_the_next_taken(tmp_path):
+  write_run(tmp_path, "a_unrecorded", ["tile:xla:x,0"])
+  write_run(tmp_path, "b_broken", ["tile:xla:x,0"])
+  (tmp_path / "b_broken/config.json").write_text("{")
+  good = write_run(tmp_path, "c_good", ["tile:xla:x,0"])
+  (tmp_path / "c_good/config.json").write_text(json.dumps({"experiment": {"collection": "tile:xla",
+                                                                          "data_root": str(tmp_path / "npz")}}))
+  taken, passed_over = submission.runs_trained_on(tmp_path, tmp_path / "npz")
+  assert taken == [good]
+  assert passed_over == [f"{tmp_path / 'a_unrecorded/predictions.csv'}: no config.json beside it records its data root",
+                         f"{tmp_path / 'b_broken/predictions.csv'}: its config.json is unreadable "
+                         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
 
 
 def test_only_runs_trained_on_the_data_root_are_taken_and_the_others_are_named(tmp_path):
