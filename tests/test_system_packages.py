@@ -122,10 +122,9 @@ def flag_strings() -> list[tuple[str, str]]:
   flags = []
   for path in [*_starlark_files(), *sorted((REPO / "tests").glob("*.py")), *sorted((REPO / "benchmarks").rglob("*.py")),
                *sorted((REPO / "tpu_graphs").rglob("*.py"))]:
-    if path == pathlib.Path(__file__).resolve():
-      continue
-    for text in _strings(ast.parse(path.read_text(), str(path))):
-      flags += [(str(path.relative_to(REPO)), flag) for flag in re.findall(r"(?<![\w-])(-l[\w+-]+|-fsanitize=[\w,-]+)", text)]
+    for text in _strings(ast.parse(path.read_text(), str(path))):  # a flag is a whole argument: "-lz"
+      if re.fullmatch(r"-l[\w+-]+|-fsanitize=[\w,-]+", text):
+        flags.append((str(path.relative_to(REPO)), text))
   return flags
 
 
