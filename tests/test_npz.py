@@ -73,7 +73,9 @@ def _tile_file(tmp_path, config_feat):
 def test_a_streamed_array_reads_whole_as_loaded_in_any_dtype(tmp_path):
   config_feat = np.arange(5 * 24, dtype=np.float32).reshape(5, 24)
   streamed = npz.read_graph(_tile_file(tmp_path, config_feat), stream_configs=True).config_feat
-  np.testing.assert_array_equal(np.asarray(streamed), config_feat)
+  as_stored = np.asarray(streamed)
+  assert as_stored.dtype == np.float32
+  np.testing.assert_array_equal(as_stored, config_feat)
   as_double = np.asarray(streamed, np.float64)
   assert as_double.dtype == np.float64 and as_double.shape == (5, 24)
   np.testing.assert_array_equal(as_double, config_feat)
@@ -84,6 +86,97 @@ def test_a_fortran_ordered_config_array_is_refused_for_streaming_by_name(tmp_pat
   with pytest.raises(graphs.GraphFileError, match=r"'config_feat' is stored in Fortran order; cannot stream it"):
     npz.read_graph(path, stream_configs=True)
   np.testing.assert_array_equal(npz.read_graph(path).config_feat, np.arange(5 * 24).reshape(5, 24))  # loaded: fine
+
+
+@pytest.mark.parametrize("array", [np.zeros((0, 24), np.float32), np.arange(3, dtype=np.int64)], ids=["no_rows", "1d"])
+def test_a_streamed_array_without_rows_or_of_one_dimension_reads_whole(tmp_path, array):
+  npz.write_npz(tmp_path / "x.npz", {"x": array})
+  streamed = npz.StreamedArray(tmp_path / "x.npz", "x.npy", array.shape, array.dtype, fortran=False)
+  whole = np.asarray(streamed)
+  assert whole.shape == array.shape and whole.dtype == array.dtype
+  np.testing.assert_array_equal(whole, array)
+
+
+def test_a_one_dimensional_array_streams_whatever_order_its_header_names(tmp_path):
+  # One dimension reads the same in C and Fortran order: only arrays of two or more are refused.
+  npz.write_npz(tmp_path / "x.npz", {"x": np.arange(4, dtype=np.int64)})
+  streamed = npz.StreamedArray(tmp_path / "x.npz", "x.npy", (4,), np.int64, fortran=True)
+  np.testing.assert_array_equal(np.concatenate(list(streamed.iter_chunks(3))), np.arange(4))
+  with pytest.raises(graphs.GraphFileError, match=r"'x' is stored in Fortran order"):
+    npz.StreamedArray(tmp_path / "x.npz", "x.npy", (2, 2), np.int64, fortran=True)
+
+
+def test_read_array_reads_one_array_and_names_the_file_and_the_problem(tmp_path):
+  arrays = _tile_arrays(7)
+  npz.write_npz(tmp_path / "g.npz", arrays)
+  for name in ("node_opcode", "config_feat", "config_runtime"):  # the first, a middle and the last but one member
+    read = npz.read_array(str(tmp_path / "g.npz"), name)
+    assert read.dtype == arrays[name].dtype
+    np.testing.assert_array_equal(read, arrays[name])
+  with pytest.raises(graphs.GraphFileError, match=r"g\.npz: missing key 'node_config_feat'$"):
+    npz.read_array(tmp_path / "g.npz", "node_config_feat")
+  (tmp_path / "corrupt.npz").write_bytes(b"not a zip")
+  with pytest.raises(graphs.GraphFileError, match=r"corrupt\.npz: not a readable npz archive \(BadZipFile"):
+    npz.read_array(tmp_path / "corrupt.npz", "config_feat")
+  (tmp_path / "folder.npz").mkdir()
+  with pytest.raises(graphs.GraphFileError, match=r"folder\.npz: a directory"):
+    npz.read_array(str(tmp_path / "folder.npz"), "config_feat")
+
+
+def test_members_other_than_arrays_are_passed_over(tmp_path):
+  arrays = _tile_arrays(5)
+  with zipfile.ZipFile(tmp_path / "g.npz", "w") as archive:
+    archive.writestr("README.txt", "written by hand")
+    for name, array in arrays.items():
+      with archive.open(name + ".npy", "w") as stream:
+        np.lib.format.write_array(stream, array)
+  graph = npz.read_graph(tmp_path / "g.npz", collection="tile:xla", split="train")
+  np.testing.assert_array_equal(graph.config_feat, arrays["config_feat"])
+
+
+def test_a_file_outside_a_collection_folder_is_read_as_its_keys_say(tmp_path):
+  npz.write_npz(tmp_path / "kernel.npz", _tile_arrays(5))
+  assert isinstance(npz.read_graph(tmp_path / "kernel.npz"), graphs.TileGraph)
+  unet = npz.read_graph(sample_data.require_sample("npz/layout/xla/default/train/unet3d.npz"))
+  npz.write_graph(tmp_path / "program.npz", unet)
+  assert isinstance(npz.read_graph(tmp_path / "program.npz"), graphs.LayoutGraph)
+  npz.write_npz(tmp_path / "neither.npz", {"node_feat": np.zeros((1, 140), np.float32)})
+  with pytest.raises(graphs.GraphFileError, match="cannot tell the collection"):
+    npz.read_graph(tmp_path / "neither.npz")
+
+
+def test_members_are_compressed_readable_by_all_and_carry_a_zip64_header(tmp_path):
+  """Deflated by default (stored when asked), mode 0644 when unpacked, and each member's local header
+  holds a zip64 extra field, which a streamed array past 4 GiB needs (its size is not known ahead)."""
+  npz.write_npz(tmp_path / "x.npz", {"a": np.arange(300), "b": np.ones((20, 2), np.float32)})
+  npz.write_npz(tmp_path / "stored.npz", {"a": np.arange(300)}, compress=False)
+  content = (tmp_path / "x.npz").read_bytes()
+  with zipfile.ZipFile(tmp_path / "x.npz") as archive:
+    for info in archive.infolist():
+      assert info.compress_type == zipfile.ZIP_DEFLATED and info.external_attr == 0o644 << 16, info
+      name_length, extra_length = np.frombuffer(content[info.header_offset + 26:info.header_offset + 30], "<u2")
+      extra = content[info.header_offset + 30 + name_length:][:extra_length]
+      assert extra[:2] == b"\x01\x00", info  # the zip64 extended information's header id
+  with zipfile.ZipFile(tmp_path / "stored.npz") as archive:
+    assert [info.compress_type for info in archive.infolist()] == [zipfile.ZIP_STORED]
+
+
+def test_an_array_of_python_objects_is_never_written(tmp_path):
+  with pytest.raises(ValueError, match="allow_pickle"):
+    npz.write_npz(tmp_path / "x.npz", {"x": np.array([{"a": 1}], dtype=object)})
+  assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_chunked_array_whose_header_needs_format_2_is_written_in_it(tmp_path):
+  # A header past 65,535 bytes (here a record of 6,000 named fields) does not fit format 1.0.
+  dtype = np.dtype([(f"field_{i}", np.uint8) for i in range(6000)])
+  rows = np.zeros(3, dtype)
+  npz.write_npz(tmp_path / "x.npz", {"x": (rows.shape, dtype, lambda: [rows[:2], rows[2:]])})
+  with zipfile.ZipFile(tmp_path / "x.npz") as archive, archive.open("x.npy") as stream:
+    assert np.lib.format.read_magic(stream) == (2, 0)
+  with zipfile.ZipFile(tmp_path / "x.npz") as archive, archive.open("x.npy") as stream:
+    loaded = np.lib.format.read_array(stream, max_header_size=1 << 20)
+  assert loaded.dtype == dtype and loaded.shape == (3,)
 
 
 def test_chunked_write_equals_whole_write(tmp_path):
@@ -156,6 +249,8 @@ def test_infers_collection_and_split_from_path():
   assert npz.infer_collection_and_split("/d/npz/layout/nlp/random/test/x.npz") == ("layout:nlp:random", "test")
   assert npz.infer_collection_and_split("/d/npz/tile/xla/valid/x.npz") == ("tile:xla", "valid")
   assert npz.infer_collection_and_split("/d/x.npz") == (None, None)
+  assert npz.infer_collection_and_split("test/x.npz") == (None, "test")  # a relative path: two parts
+  assert npz.infer_collection_and_split("/d/tile/xla/x.npz") == ("tile:xla", None)  # no split folder
 
 
 def test_file_on_an_in_memory_file_system_reads_as_the_local_file():

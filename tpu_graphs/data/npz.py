@@ -126,6 +126,8 @@ def read_array(path: Union[str, os.PathLike], name: str) -> np.ndarray:
       if info is None:
         raise graphs.GraphFileError(path, f"missing key {name!r}")
       return _read_member(path, archive, info)
+  except graphs.GraphFileError:  # a ValueError too: said as it is, not as an unreadable archive
+    raise
   except _UNREADABLE + storage.url_errors() as error:
     raise graphs.GraphFileError(path, f"not a readable npz archive ({type(error).__name__}: {error})") from None
 
