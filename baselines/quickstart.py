@@ -131,12 +131,17 @@ class LinePrefixer(io.TextIOBase):
     return len(text)
 
 
+def collection_run_dir(out_dir: pathlib.Path, collection: str) -> pathlib.Path:
+  """Where the main job trains a collection: <out_dir>/runs/tile_xla, runs/layout_nlp_random, ..."""
+  return out_dir / "runs" / collection.replace(":", "_")
+
+
 def run_collection(experiment_name: str, collection: str, data_root: pathlib.Path, out_dir: pathlib.Path,
                    strategy=None) -> CollectionOutcome:
   """Converts, trains, exports and scores one collection under `strategy` (default: the trainer's
   choice); its lines start with the collection."""
   experiment = collection_experiment(experiment_name, collection).overridden(training={"verbose": 2})
-  run_dir = out_dir / "runs" / collection.replace(":", "_")
+  run_dir = collection_run_dir(out_dir, collection)
   _say(graphs.COLLECTIONS.index(collection) + 1,
        f"{collection}: {run_experiment.progress_line(experiment, run_dir)}, export -> {run_dir}")
   with contextlib.redirect_stdout(LinePrefixer(sys.stdout, f"  [{collection}] ")):
@@ -229,7 +234,7 @@ def kept_outcome(experiment_name: str, collection: str, data_root: pathlib.Path,
                  code: str) -> Optional[tuple["CollectionOutcome", str]]:
   """A collection's outcome and its inputs' digest, as its record saved them, where the record matches
   what the run's outputs now come from and hold; else None."""
-  run_dir = out_dir / "runs" / collection.replace(":", "_")
+  run_dir = collection_run_dir(out_dir, collection)
   record = read_record(run_dir)
   if record is None or not (run_dir / "history.json").is_file():
     return None
@@ -341,7 +346,7 @@ def main(argv):
     preamble.append("\nTest split scored with the generator's hidden labels (never used for training):\n\n" +
                     report.metric_table([report.CollectionResult(c, [], {}, m) for c, m in test_results]))
   path = report.write_report(results, out_dir, preamble="\n".join(preamble))
-  inputs = {c: collection_inputs(experiment, c, data_root, out_dir / "runs" / c.replace(":", "_"), code)
+  inputs = {c: collection_inputs(experiment, c, data_root, collection_run_dir(out_dir, c), code)
             for c in graphs.COLLECTIONS}
   storage.write_text(out_dir / RECORD_FILE, json.dumps({"inputs": job_inputs(experiment, data_root, inputs),
                                                         "outputs": job_outputs(out_dir)}, indent=1) + "\n")
