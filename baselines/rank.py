@@ -27,9 +27,10 @@ instruction name. --json writes [{"id", "collection", "num_configs", "layouts_me
 "best": [{"config", "score", "output_tile", "kernel_tile"} or {"config", "score", "layouts":
 {instruction: {"result": {"dims": [dims], "change": kind}, "operand 0": {...}, ...}}}]}] per graph;
 "layouts_meaning" says how to read the layouts (the listed dims minor-most, the others free; the
-kind of change: internal, entry parameter, entry result, custom call). A module another
-backend (CPU, GPU) compiled gets a line, and "backend_note", saying the model was trained on TPU
-measurements (tpu_graphs/hlo/module_origin.py).
+kind of change: internal, entry parameter, entry result, custom call). Best configs that set the
+same and score the same are one config the input holds more than once (tuning data that measured
+it again): one line names them. A module another backend (CPU, GPU) compiled gets a line, and
+"backend_note", saying the model was trained on TPU measurements (tpu_graphs/hlo/module_origin.py).
 """
 
 import json
@@ -147,6 +148,15 @@ def described(graph: graphs.Graph, configs: list[int], configurable) -> list[dic
           descriptions.describe_layout_config(rows[config], graph.node_config_ids, configurable) for config in configs]
 
 
+def repeated_configs(best: list[tuple[int, float, dict]]) -> list[list[int]]:
+  """Of the best configs [(config, score, what it sets)], the groups of two or more that set the
+  same and show the same score, in the order listed (//native:rank's RepeatedConfigs)."""
+  groups = {}
+  for index, score, sets in best:
+    groups.setdefault((f"{score:.4g}", json.dumps(sets)), []).append(index)
+  return [configs for configs in groups.values() if len(configs) > 1]
+
+
 def main(argv):
   del argv
   program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
@@ -167,6 +177,9 @@ def main(argv):
           + ", ".join(f"{index} ({score:.4g})" for index, score, _ in best))
     for index, score, sets in best:
       print(f"  config {index} ({score:.4g}): {descriptions.summary(sets)}")
+    for configs in repeated_configs(best):
+      print(f"  configs {', '.join(map(str, configs))} set the same and score the same: one config, listed "
+            f"{len(configs)} times")
     meaning = {"layouts_meaning": descriptions.LAYOUTS_MEANING} if isinstance(graph, graphs.LayoutGraph) else {}
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
                    **meaning, **note, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})

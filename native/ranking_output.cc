@@ -1,7 +1,9 @@
 #include "native/ranking_output.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <map>
 
 #include "native/hlo/layout_changes.h"
 
@@ -85,6 +87,22 @@ std::string JsonOfSets(const ConfigDescription& sets, bool tile) {
   return text + (sets.layouts.empty() ? "}" : "\n    }");
 }
 
+// The groups of two or more of the best configs that set the same and show the same score, in the
+// order listed (baselines/rank.py's repeated_configs).
+std::vector<std::vector<int64_t>> RepeatedConfigs(const GraphRanking& ranking, bool tile) {
+  std::map<std::string, size_t> group_of;  // shown score and what it sets -> index in groups
+  std::vector<std::vector<int64_t>> groups;
+  for (const RankedConfig& config : ranking.best) {
+    const auto [found, added] =
+        group_of.emplace(Shown(config.score) + " " + JsonOfSets(config.sets, tile), groups.size());
+    if (added) groups.emplace_back();
+    groups[found->second].push_back(config.config);
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(), [](const auto& group) { return group.size() < 2; }),
+               groups.end());
+  return groups;
+}
+
 }  // namespace
 
 std::string RankingText(const GraphRanking& ranking) {
@@ -98,6 +116,12 @@ std::string RankingText(const GraphRanking& ranking) {
   for (const RankedConfig& config : ranking.best) {
     text += "  config " + std::to_string(config.config) + " (" + Shown(config.score) + "): " + Sets(config, tile) +
             "\n";
+  }
+  for (const std::vector<int64_t>& configs : RepeatedConfigs(ranking, tile)) {
+    std::string ids;
+    for (const int64_t config : configs) ids += (ids.empty() ? "" : ", ") + std::to_string(config);
+    text += "  configs " + ids + " set the same and score the same: one config, listed " +
+            std::to_string(configs.size()) + " times\n";
   }
   return text;
 }

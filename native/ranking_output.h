@@ -11,7 +11,9 @@
 namespace tpu_graphs {
 
 // "<collection>:<id>: <n> configs, best first: 3 (0.1), 7 (0.2)\n" and per best config
-// "  config 3 (0.1): moves 2 instructions: convolution.4 result [0, 1] operand 1 [2, 3]; ...\n".
+// "  config 3 (0.1): moves 2 instructions: convolution.4 result [0, 1] operand 1 [2, 3]; ...\n", then
+// per group of best configs that set the same and score the same (one config the input holds more
+// than once) "  configs 0, 10 set the same and score the same: one config, listed 2 times\n".
 std::string RankingText(const GraphRanking& ranking);
 
 // [{"id", "collection", "num_configs", ("layouts_meaning",) ("backend_note",) "best": [{"config",

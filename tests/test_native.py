@@ -45,6 +45,7 @@ REAL_LAYOUT_FILES = ("npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz",
                      "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz")  # 21,918 ops
 TOP = 5
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"
+TILE_PB = "pb/official_testdata/op_tuning_data.pb"  # TuningData of 15 kernels
 RANK_PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "rank.py"
 FUZZ_DIR = native_library.NATIVE_SOURCES / "fuzz"
 # g++'s sanitizers, as native/sanitizers.bzl builds the native code with them.
@@ -580,6 +581,40 @@ def test_rank_hlo_ranks_the_measured_configs_of_tuning_data_naming_the_instructi
                                    _rank_py(layout_library, path, tmp_path / "python.json"),
                                    tmp_path / "native.json", tmp_path / "python.json")
   assert ranked["num_configs"] == 112 and all(best["layouts"] for best in ranked["best"])
+
+
+def _repeated_config_lines(stdout: str) -> dict[str, list[str]]:
+  """Per graph ("tile:xla:copy.25"), the console lines naming best configs listed more than once."""
+  named, graph = {}, None
+  for line in stdout.splitlines():
+    if not line.startswith(" "):
+      graph = line.split(": ")[0]
+    elif line.startswith("  configs "):
+      named.setdefault(graph, []).append(line)
+  return named
+
+
+def test_rank_hlo_names_the_configs_tuning_data_measured_more_than_once_as_rank_py(tile_export, tmp_path):
+  """The real tile tuning data measured some configs more than once: three reshapes' one empty tile
+  2 or 3 times, and config 0 of copy.25, fusion.245 and fusion.232 again as their 10, 22 and 51.
+  With 61 listed (every config of every kernel but fusion.191's 579, none repeated), each kernel's
+  repeats get one line naming them, and both programs print the same lines but for the scores."""
+  path = sample_data.require_sample(TILE_PB)
+  flags = ("--kernels", "--top=61")
+  native = _rank_module("aot", tile_export, path, tmp_path / "native.json", *flags)
+  python = _rank_py(tile_export, path, tmp_path / "python.json", *flags)
+  ranked = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+  # The same configs in the same order: _assert_same_rankings compared the console lines, scores masked.
+  assert [[best["config"] for best in graph["best"]] for graph in ranked] == [
+      [best["config"] for best in graph["best"]] for graph in json.loads((tmp_path / "python.json").read_text())]
+  same = "set the same and score the same: one config, listed"
+  expected = {"tile:xla:fusion.232": [f"  configs 0, 51 {same} 2 times"],
+              "tile:xla:fusion.245": [f"  configs 0, 22 {same} 2 times"],
+              "tile:xla:copy.25": [f"  configs 0, 10 {same} 2 times"],
+              "tile:xla:reshape.37": [f"  configs 0, 1, 2 {same} 3 times"],
+              "tile:xla:reshape.39": [f"  configs 0, 1 {same} 2 times"],
+              "tile:xla:reshape.38": [f"  configs 0, 1 {same} 2 times"]}
+  assert _repeated_config_lines(native.stdout) == _repeated_config_lines(python.stdout) == expected
 
 
 def _call_program(export_dir, tmp_path) -> pathlib.Path:
