@@ -4,9 +4,10 @@
   python baselines/evaluate.py --run_dir out/layout_nlp_default --split test --out_dir out/eval
   python baselines/evaluate.py --run_dir out/tiles --data_root <another npz tree> --split valid
 
-Reads <run_dir>/model (written by tiles_train.py, layout_train.py or quickstart.py) and what the run's
-config.json records: its collection, the data root it trained on (--data_root overrides) and how it
-read its graphs. Converts the split's npz files to records
+Rebuilds the model of <run_dir> (a run of tiles_train.py, layout_train.py or quickstart.py) from
+its config.json with its best weights, as exporting a run does (saved_model.best_scorer), and reads
+what config.json records: its collection, the data root it trained on (--data_root overrides) and how
+it read its graphs. Converts the split's npz files to records
 (into <out_dir>/records, reused when finished) and writes <out_dir>/metrics_<split>.json (splits
 with runtimes: mean and per-kernel metrics) and <out_dir>/predictions_<split>.csv (`ID,TopConfigs`).
 """
@@ -16,9 +17,9 @@ import pathlib
 
 from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 from absl import flags
-import tensorflow as tf
 
 from tpu_graphs.data import convert, errors, graphs, locations, npz, predictions, storage
+from tpu_graphs.export import saved_model
 from tpu_graphs.train import experiments, run_directory, run_experiment, scoring, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", None, list(graphs.COLLECTIONS),
@@ -49,9 +50,10 @@ def main(argv):
   del argv
   run_dir = pathlib.Path(_RUN_DIR.value)
   out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
-  if not (run_dir / "model").is_dir():
-    raise errors.InputError(f"{run_dir / 'model'}: not found; train with baselines/tiles_train.py or layout_train.py first")
-  run_config = run_directory.read_run_config(run_dir) or {}
+  run_config = run_directory.read_run_config(run_dir)
+  if run_config is None:
+    raise errors.InputError(f"{run_dir / 'config.json'}: not found; train with baselines/tiles_train.py or "
+                            "layout_train.py first")
   collection = _COLLECTION.value or run_config.get("experiment", {}).get("collection")
   if collection is None:
     raise errors.InputError(f"{run_dir / 'config.json'}: records no collection; pass --collection")
@@ -72,7 +74,7 @@ def main(argv):
   configs_per_chunk = _CONFIGS_PER_CHUNK.value or run_config.get("model", {}).get("configs_per_chunk")
   convert.convert_directory(split_dir, out_dir / "records",
                             **({"configs_per_chunk": configs_per_chunk} if configs_per_chunk else {}))
-  scorer = tf.keras.models.load_model(str(run_dir / "model"))
+  _, scorer = saved_model.best_scorer(run_dir)
   records_dir = graphs.collection_directory(out_dir / "records", collection) / _SPLIT.value
   eval_batch_size = run_config.get("eval_batch_size", trainer.TrainingConfig.eval_batch_size)
   scored = scoring.score_records(task, scorer, records_dir, batch_size=eval_batch_size)

@@ -22,7 +22,7 @@ refuses, naming flags that would fit, a plan beyond the memory available (--memo
 
 Run directory as tiles_train.py: config.json, metrics.json (Kendall's tau, OPA, top-K slowdown per
 graph; the mean tau is the Kaggle layout score), predictions.csv (every config index, best
-first), model/, export/ (the serving SavedModel, pruning inside), logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
+first), export/ (the serving SavedModel, pruning inside), logs/; <out_dir>/records and <out_dir>/dedup hold the converted inputs.
 """
 
 from absl import flags

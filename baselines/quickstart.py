@@ -17,7 +17,7 @@ shards, trained epochs).
 A rerun keeps what is current. Each collection's run records, when it is evaluated, what its
 outputs came from (<run>/main_job.json): the sha256 of the code (the library's sources and
 schemas, this program), of the collection's data files and of the run's weights and history, and
-the sha256 of every output (predictions.csv, metrics.json, model/, export/ but a native library
+the sha256 of every output (predictions.csv, metrics.json, export/ but a native library
 compiled into it, and the validation scores the report plots, main_job_scores.npz). A collection
 whose record still matches both is not trained, evaluated or exported again; when all five match
 and <out_dir>/main_job.json (the same for the submission and the report) does too, the rerun
@@ -206,7 +206,6 @@ def collection_inputs(experiment_name: str, collection: str, data_root: pathlib.
 def collection_outputs(run_dir: pathlib.Path) -> dict:
   """{file: sha256} of what the main job writes into a run directory after training."""
   return file_digests(run_dir, [run_dir / "predictions.csv", run_dir / "metrics.json", run_dir / SCORES_FILE,
-                                *files_below(run_dir / "model"),
                                 *files_below(run_dir / saved_model.EXPORT_DIR_NAME, leave_out_folder="native")])
 
 

@@ -13,7 +13,7 @@ tpu_graphs/train/experiments.py); the flags override its settings (--help lists 
 with layout_train.py included). The npz tree under --data_root is converted to records first (into --records_dir, default
 <out_dir>/records; finished shards are reused). Rerunning with the same --out_dir resumes a killed
 run from its last epoch. The run directory gets config.json, metrics.json (validation metrics,
-per kernel), predictions.csv (test split, `ID,TopConfigs`), model/, export/ (the serving SavedModel)
+per kernel), predictions.csv (test split, `ID,TopConfigs`), export/ (the serving SavedModel)
 and TensorBoard logs/. With
 TF_CONFIG naming several workers, every worker runs this same command (MultiWorkerMirroredStrategy)
 and non-chief workers write their copy under <out_dir>/workers/<index>/.

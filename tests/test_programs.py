@@ -68,7 +68,7 @@ def test_a_training_program_writes_its_run_directory_at_a_url(tmp_path, monkeypa
   assert "run directory: ram://url_run" in capsys.readouterr().out
   written = {name.rstrip("/") for name in tf.io.gfile.listdir("ram://url_run")}
   assert {"config.json", "data_derived.json", "history.json", "metrics.json", "predictions.csv", "checkpoints",
-          "model", "export"} <= written, written
+          "best", "export"} <= written, written
   assert json.loads(storage.read_text("ram://url_run/metrics.json"))["epochs_run"] == 1
   test_graphs = sorted((locations.EMBEDDED_NPZ / "tile/xla/test").glob("*.npz"))
   rows = storage.read_text("ram://url_run/predictions.csv").splitlines()

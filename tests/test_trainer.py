@@ -39,13 +39,20 @@ def _build(spec):
   return tile_model.build_tile_model(spec, "late", "sage", units=16, num_layers=1)
 
 
+def _best_scorer(run_dir):
+  """The scorer of a run of _build with the run's best weights (best/), as exporting a run rebuilds it."""
+  scorer = _build(saved_model.model_input_spec("tile"))
+  run_directory.initialise_from_run(scorer, run_dir)
+  return scorer
+
+
 def test_short_run_lowers_loss_beats_random_and_fills_run_directory(records, tmp_path):
   config = _config(records, tmp_path / "run", epochs=6, test_dir=str(records / "test"))
   result = trainer.run(tasks.TileTask(), _build, config)
   losses = [epoch["loss"] for epoch in result["history"]]
   assert losses[-1] < losses[0]
   rng = np.random.default_rng(0)
-  scored = scoring.score_records(tasks.TileTask(), tf.keras.models.load_model(str(tmp_path / "run" / "model")),
+  scored = scoring.score_records(tasks.TileTask(), _best_scorer(tmp_path / "run"),
                                  records / "valid")
   random_score = np.mean([metrics.tile_score(runtimes, rng.random(runtimes.size))
                           for runtimes, _ in scored.values() for _ in range(200)])
@@ -75,7 +82,7 @@ def test_run_reads_records_and_writes_its_directory_on_an_in_memory_file_system(
   run_dir = config.out_dir
   assert json.loads(storage.read_text(storage.join(run_dir, "metrics.json")))["epochs_run"] == 2 == result["epochs_run"]
   assert storage.read_text(storage.join(run_dir, "predictions.csv")).startswith("ID,TopConfigs\ntile:xla:test_kernel_")
-  assert {"config.json", "history.json", "checkpoints", "logs", "model", "export"} <= {
+  assert {"config.json", "history.json", "checkpoints", "logs", "best", "export"} <= {
       name.rstrip("/") for name in tf.io.gfile.listdir(run_dir)}
   served = tf.saved_model.load(storage.join(run_dir, "export")).signatures[saved_model.PLAIN_SIGNATURE]
   graph = npz.read_graph(sorted((npz_root / "tile/xla/valid").glob("*.npz"))[0])
@@ -143,8 +150,8 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(records, unin
   assert not (tmp_path / "killed" / "metrics.json").exists()
   resumed = trainer.run(task, _build, _config(records, tmp_path / "killed"))
   assert [h["epoch"] for h in resumed["history"]] == [0, 1, 2]
-  whole = tf.keras.models.load_model(str(uninterrupted[0] / "model"))
-  after_kill = tf.keras.models.load_model(str(tmp_path / "killed" / "model"))
+  whole = _best_scorer(uninterrupted[0])
+  after_kill = _best_scorer(tmp_path / "killed")
   for expected, actual in zip(whole.get_weights(), after_kill.get_weights()):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
 
@@ -159,7 +166,7 @@ def test_a_weight_averaged_run_keeps_the_average_and_resumes_to_it(records, tmp_
   averages = [reader.get_tensor(f"model/average/sums/{i}/.ATTRIBUTES/VARIABLE_VALUE") / (1 - 0.5 ** steps)
               for i in range(sum(name.startswith("model/average/sums/") for name in names))]
   live = [reader.get_tensor(f"model/average/weights/{i}/.ATTRIBUTES/VARIABLE_VALUE") for i in range(len(averages))]
-  kept = tf.keras.models.load_model(str(tmp_path / "whole" / "model"))
+  kept = _best_scorer(tmp_path / "whole")
   assert steps > 1 and len(averages) == len(kept.trainable_weights) > 0
   for average, weight in zip(averages, kept.trainable_weights):
     np.testing.assert_allclose(weight.numpy(), average, rtol=1e-6, atol=1e-7)
@@ -169,7 +176,7 @@ def test_a_weight_averaged_run_keeps_the_average_and_resumes_to_it(records, tmp_
                 callbacks=[_KillAfterEpoch(0)])
   resumed = trainer.run(task, _build, _config(records, tmp_path / "killed", epochs=2, weight_average=0.5))
   assert resumed["history"][1]["val_tile_score"] == pytest.approx(whole["history"][1]["val_tile_score"], abs=1e-6)
-  after_kill = tf.keras.models.load_model(str(tmp_path / "killed" / "model"))
+  after_kill = _best_scorer(tmp_path / "killed")
   for expected, actual in zip(kept.get_weights(), after_kill.get_weights()):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
   with pytest.raises(errors.InputError, match="weight average's momentum 1.5"):
@@ -191,7 +198,7 @@ def test_run_initialised_from_another_run_starts_from_its_best_weights(records, 
   at_start = _WeightsAtStart()
   finetuned = trainer.run(task, _build, _config(records, tmp_path / "finetuned", epochs=1, init_from=str(pretrained)),
                           callbacks=[at_start])
-  best = tf.keras.models.load_model(str(pretrained / "model"))
+  best = _best_scorer(pretrained)
   assert len(at_start.weights) == len(best.get_weights())
   for expected, actual in zip(best.get_weights(), at_start.weights):
     np.testing.assert_array_equal(actual, expected)

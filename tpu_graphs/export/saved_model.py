@@ -36,6 +36,7 @@ export), so training runs leave them out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -48,7 +49,7 @@ import tensorflow_gnn as tfgnn
 from tpu_graphs.data import graphs, records, storage
 from tpu_graphs.export import static_layout, static_layout_scores, static_shapes, static_tile_scores
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import inputs, run_directory, run_experiment, tasks, xla
+from tpu_graphs.train import experiments, inputs, run_directory, run_experiment, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -187,10 +188,16 @@ def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
         for name in featured})
 
 
+# Every serving function is traced without autograph: none branches or loops on a tensor in Python
+# (the chunk loop is an explicit tf.while_loop), and converting the source of every layer it calls
+# took about half of an export's time.
+_serving_function = functools.partial(tf.function, autograph=False)
+
+
 def _named_arrays_function(function: Callable[[dict], dict], specs: tuple[tf.TensorSpec, ...]) -> Callable:
   """A tf.function of positional arrays (`specs`, in order) that calls `function` with them by name."""
   names = [spec.name for spec in specs]
-  return tf.function(lambda *arrays: function(dict(zip(names, arrays))), input_signature=specs)
+  return _serving_function(lambda *arrays: function(dict(zip(names, arrays))), input_signature=specs)
 
 
 def _scored_chunks(first: tf.Tensor, last: tf.Tensor, size: int, total: tf.Tensor, parts: tf.TensorArray,
@@ -309,8 +316,8 @@ class ServingModule(tf.Module):
         structure = preprocess(structure)
       return {"scores": chunked_scores(structure, config_features)}
 
-    self.score = tf.function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
-    self.score_examples = tf.function(
+    self.score = _serving_function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
+    self.score_examples = _serving_function(
         lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
             records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
@@ -323,18 +330,18 @@ class ServingModule(tf.Module):
     if static_signatures and late_join is not None:
       buckets = static_shapes.SPLIT_TILE_BUCKETS
       for bucket in buckets:
-        self.static_functions[bucket.signature_name] = tf.function(
+        self.static_functions[bucket.signature_name] = _serving_function(
             lambda *arrays: {"kernel_part": static_tile_scores.kernel_part(late_join, *arrays)},
             input_signature=static_shapes.kernel_input_specs(bucket))
-      self.static_functions[buckets[0].configs_signature_name] = tf.function(
+      self.static_functions[buckets[0].configs_signature_name] = _serving_function(
           lambda config_feat: {"config_part": static_tile_scores.config_part(late_join, config_feat)},
           input_signature=static_shapes.configs_input_specs(buckets[0]))
-      self.static_functions[buckets[0].join_signature_name] = tf.function(
+      self.static_functions[buckets[0].join_signature_name] = _serving_function(
           lambda *parts: {"scores": static_tile_scores.joined_scores(late_join, *parts)},
           input_signature=static_shapes.join_input_specs(buckets[0], late_join.readout.units))
     elif static_signatures and kind == "tile":
       for bucket in static_shapes.TILE_BUCKETS:
-        self.static_functions[bucket.signature_name] = tf.function(
+        self.static_functions[bucket.signature_name] = _serving_function(
             lambda *arrays: {"scores": scored(static_shapes.padded_tile_graph(*arrays))},
             input_signature=static_shapes.input_specs(bucket))
     if static_signatures and halves is not None and isinstance(preprocess, layout_preprocessing.Pruning):
@@ -403,9 +410,8 @@ def model_input_spec(kind: str) -> tfgnn.GraphTensorSpec:
                                                                       num_edges=True)
 
 
-def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
-  """Exports the best model of the training run in `run_dir` to `export_dir` again, as
-  run_export.export_to_run_directory did, with `static_signatures` if asked.
+def best_scorer(run_dir) -> tuple[experiments.Experiment, tf.keras.Model]:
+  """The experiment of the training run in `run_dir` and its scorer with the run's best weights.
 
   The model is rebuilt from the run directory alone (run_experiment.run_model_builder: the
   experiment and model settings of its config.json, what the model took from the data as the run
@@ -420,5 +426,12 @@ def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
   experiment, build = run_experiment.run_model_builder(run_dir, run_config)
   scorer = build(model_input_spec(graphs.collection_kind(experiment.collection)))
   run_directory.initialise_from_run(scorer, run_dir)
+  return experiment, scorer
+
+
+def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
+  """Exports the best model of the training run in `run_dir` (best_scorer) to `export_dir` again,
+  as run_export.export_to_run_directory did, with `static_signatures` if asked."""
+  experiment, scorer = best_scorer(run_dir)
   task = experiment.task()
   export(scorer, task.kind, export_dir, task.structure_transform, static_signatures)

@@ -8,7 +8,6 @@
     logs/           TensorBoard
     metrics.json    the best weights on validation, per graph and mean
     predictions.csv the test split's ranked configs (ID,TopConfigs), where there is one
-    model/          SavedModel of the scorer: GraphTensor -> (c,) scores (save_scorer)
     export/         what the run's exporters add: the serving SavedModel on plain tensors (tpu_graphs/export)
     data_derived.json, records/, dedup/: what an experiment's run adds (train/run_experiment.py)
 
@@ -22,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import warnings
 from typing import Optional
 
 import tensorflow as tf
@@ -202,31 +200,4 @@ def epochs_done(out_dir) -> int:
 def write_json(path: str, content) -> None:
   """Writes one of the run's JSON files (config.json, history.json, metrics.json), atomically."""
   storage.write_text(path, json.dumps(content, indent=1, sort_keys=True) + "\n")
-
-
-class _DropMessage(logging.Filter):
-  """Drops log records whose message contains `text`."""
-
-  def __init__(self, text: str):
-    super().__init__()
-    self.text = text
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    return self.text not in record.getMessage()
-
-
-def save_scorer(scorer: tf.keras.Model, path: str) -> None:
-  """`scorer.save(path)` (Keras's SavedModel format), without two notices that format gives every
-  scorer and that do not apply: that "the compiled metrics have yet to be built" (Keras assumes a
-  saved model was compiled; the scorer never is, trainer.RankingModel wraps it for training), and that
-  loading the GraphTensorSpec of its signatures needs tensorflow_gnn imported (everything that
-  loads model/ imports it)."""
-  uncompiled = _DropMessage("compiled metrics have yet to be built")
-  tf.get_logger().addFilter(uncompiled)
-  try:
-    with warnings.catch_warnings():
-      warnings.filterwarnings("ignore", "Encoding a StructuredValue with type tensorflow_gnn", UserWarning)
-      scorer.save(path)
-  finally:
-    tf.get_logger().removeFilter(uncompiled)
 

@@ -212,7 +212,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
     config: the run's settings.
     strategy: defaults to strategies.choose_strategy() (no TPU).
     callbacks: extra Keras callbacks, run after the trainer's own.
-    exporters: called with the final (best) scorer after model/ is saved.
+    exporters: called with the final (best) scorer.
   """
   strategy = strategy or strategies.choose_strategy()
   run_config = check_run(task, config, strategy)
@@ -276,7 +276,6 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
   if config.test_dir:
     scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
     predictions.write_predictions(storage.join(out_dir, "predictions.csv"), scoring.ranked_predictions(task, scored))
-  storage.atomic_directory(storage.join(out_dir, "model"), lambda path: run_directory.save_scorer(scorer, path))
   for exporter in exporters:
     exporter(scorer, task, out_dir)
   run_directory.write_json(storage.join(out_dir, "metrics.json"), result)
