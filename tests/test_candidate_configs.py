@@ -116,7 +116,7 @@ def test_a_dot_offers_its_contracting_and_free_dims_minor_most():
 
 def test_a_preferred_dim_beyond_the_tensor_offers_the_swap():
   forward = _convolution(output_batch_dimension=3)
-  forward.convolution_dimension_numbers.input_feature_dimension = 7
+  forward.convolution_dimension_numbers.input_feature_dimension = 4  # the input's rank: no such dim
   forward.convolution_dimension_numbers.kernel_output_feature_dimension = -1
   tensors = [forward, _shaped([1, 8, 8, 16]), _shaped([3, 3, 16, 32])]
   assert candidates.alternative_layouts(forward, tensors, {})[1:] == [(2, 3, 1, 0), (2, 3, 1, 0)]
@@ -242,6 +242,9 @@ def test_program_candidates_are_drawn_down_to_the_count_asked_alike_for_a_seed()
   assert any(not np.array_equal(drawn.node_config_feat, candidates.program_candidates(_program(), 5, seed=s).node_config_feat)
              for s in (4, 5))
   assert candidates.program_candidates(_program(), 1).num_configs == 1
+  default_seed = candidates.program_candidates(_program(), 5).node_config_feat
+  np.testing.assert_array_equal(default_seed, candidates.program_candidates(_program(), 5, seed=0).node_config_feat)
+  assert not np.array_equal(default_seed, candidates.program_candidates(_program(), 5, seed=1).node_config_feat)
 
 
 def test_entry_layouts_change_only_when_the_caller_owns_them():
@@ -281,6 +284,9 @@ def test_configurable_nodes_given_are_the_ones_configured():
                                         source="here.pb")
   np.testing.assert_array_equal(graph.node_config_ids, [4])
   assert (graph.graph_id, graph.collection, graph.num_configs) == ("g", "layout:nlp:random", 4)
+  first_and_last = candidates.program_candidates(_program(), 100, configurable=[0, 5])  # p0 (fixed), the result
+  np.testing.assert_array_equal(first_and_last.node_config_ids, [0, 5])
+  assert first_and_last.num_configs == 2
   # A scalar or tuple tensor has no layout: an entry parameter of rank 0 leaves its slot unset.
   module = _program()
   del module.computations[0].instructions[0].shape.dimensions[:]
@@ -331,11 +337,15 @@ def test_tile_candidates_are_every_combination_when_few():
 
 def test_more_tile_combinations_than_the_maximum_are_drawn_distinct_in_sorted_order():
   # 5 * 5 * 5 * 5 * 4 = 2500 > 2000 combinations.
-  pairs = candidates.tile_candidates([64, 64, 64, 64], [64], splitmix64.SplitMix64(2))
+  # Seed 7's 2001st draw would be new: the count of draws shows.
+  pairs = candidates.tile_candidates([64, 64, 64, 64], [64], splitmix64.SplitMix64(7))
   assert 1000 < len(pairs) < candidates.MAX_TILE_CANDIDATES and len(set(pairs)) == len(pairs)
   assert pairs == sorted(pairs)
   assert all(len(output) == 4 and len(kernel) == 1 for output, kernel in pairs)
-  assert pairs == candidates.tile_candidates([64, 64, 64, 64], [64], splitmix64.SplitMix64(2))
+  rng, axes = splitmix64.SplitMix64(7), [[4, 8, 16, 32, 64]] * 4 + [[8, 16, 32, 64]]  # written out: 2000 draws
+  picks = {tuple(int(rng.integers(len(a))) for a in axes) for _ in range(2000)}
+  assert pairs == [(tuple(a[i] for a, i in zip(axes[:4], pick[:4])), (axes[4][pick[4]],)) for pick in sorted(picks)]
+  assert pairs == candidates.tile_candidates([64, 64, 64, 64], [64], splitmix64.SplitMix64(7))
   assert pairs != candidates.tile_candidates([64, 64, 64, 64], [64], splitmix64.SplitMix64(3))
   assert len(candidates.tile_candidates([64, 64, 64, 8], [8], splitmix64.SplitMix64(2))) == 2000  # 5^3 * 4 * 4: all
 
@@ -407,6 +417,8 @@ def test_a_kernels_extents_are_its_results_dims_and_its_convolutions_feature_cou
   kernel.computations[0].instructions[-1].convolution_dimension_numbers.kernel_output_feature_dimension = 4
   assert candidates.kernel_extents(kernel) == ((1, 8, 8, 32), None)  # no such kernel dim
   kernel = _kernel()
+  kernel.computations[0].instructions[-1].convolution_dimension_numbers.kernel_input_feature_dimension = 0
+  assert candidates.kernel_extents(kernel)[1] == (3, 32)
   kernel.computations[0].instructions[-1].convolution_dimension_numbers.kernel_input_feature_dimension = -1
   assert candidates.kernel_extents(kernel)[1] is None
   kernel = _kernel()
@@ -432,6 +444,10 @@ def test_kernel_candidates_are_its_tile_sizes_drawn_down_to_the_count_asked():
   picked = candidates.sampled_indices(len(pairs), 100, rng)
   np.testing.assert_array_equal(drawn.config_feat, every.config_feat[picked])
   assert candidates.kernel_candidates(_kernel(), 1280).num_configs == 1280
+  assert candidates.kernel_candidates(_kernel(), 1).num_configs == 1
+  default_seed = candidates.kernel_candidates(_kernel(), 100).config_feat
+  np.testing.assert_array_equal(default_seed, candidates.kernel_candidates(_kernel(), 100, seed=0).config_feat)
+  assert not np.array_equal(default_seed, candidates.kernel_candidates(_kernel(), 100, seed=1).config_feat)
   for count in (0, -2):
     with pytest.raises(ValueError, match=f"num_candidates must be positive, got {count}"):
       candidates.kernel_candidates(_kernel(), count)
@@ -466,10 +482,53 @@ def test_candidate_graphs_of_a_module_a_tuning_data_and_a_module_tuning_data(tmp
   path.write_bytes(_program().SerializeToString())
   [from_file] = candidates.candidate_graphs_from_file(path, 100, change_entry_layouts=True)
   assert from_file.num_configs == 32
+  assert candidates.candidate_graphs_from_file(path, 100)[0].num_configs == 8
+  np.testing.assert_array_equal(candidates.candidate_graphs_from_file(path, 5)[0].node_config_feat,
+                                candidates.program_candidates(_program(), 5, seed=0).node_config_feat)
+  np.testing.assert_array_equal(candidates.candidate_graphs(_program(), 5)[0].node_config_feat,
+                                candidates.program_candidates(_program(), 5, seed=0).node_config_feat)
   with pytest.raises(work_limits.WorkLimitError):
     candidates.candidate_graphs_from_file(path, 11, limits=work_limits.WorkLimits(max_candidates=10))
+  with pytest.raises(work_limits.WorkLimitError, match="program.pb: holds more than 10 bytes"):
+    candidates.candidate_graphs_from_file(path, 10, limits=work_limits.WorkLimits(max_module_bytes=10))
   with pytest.raises(work_limits.WorkLimitError):
     candidates.candidate_graphs(_program(), 11, limits=work_limits.WorkLimits(max_candidates=10))
+
+
+def test_errors_name_the_kernel_and_where_it_came_from():
+  tuning = tuning_pb2.TuningData()
+  tuning.modules.add().module.CopyFrom(_kernel())
+  small = work_limits.WorkLimits(max_config_bytes=4)
+  with pytest.raises(work_limits.WorkLimitError, match=r"^HLO kernel module 'fusion.7': 2 candidates"):
+    candidates.candidate_graphs(tuning, 2, kernels=True, limits=small)
+  with pytest.raises(work_limits.WorkLimitError, match=r"^t.pb \(module 'fusion.7'\): 2 candidates"):
+    candidates.candidate_graphs(tuning, 2, kernels=True, limits=small, source="t.pb")
+  # An optimized module's kernels are named after their fusion instructions.
+  with pytest.raises(work_limits.WorkLimitError, match=r"^HLO kernel module 'fusion': 2 candidates"):
+    candidates.candidate_graphs(_kernel(), 2, kernels=True, limits=small)
+  with pytest.raises(work_limits.WorkLimitError, match=r"^o.pb \(fusion 'fusion'\): 2 candidates"):
+    candidates.candidate_graphs(_kernel(), 2, kernels=True, limits=small, source="o.pb")
+
+
+def _choice_orders(choices) -> list:
+  """The configured dims of _program's dot result, reshape result and reshape operand for one
+  row of choices (the entry parameters' fixed layouts take a choice of one)."""
+  dot, _, _, reshaped, operand = choices
+  return [[[[2, 1], [1, 2]][dot], [2, 1], [1, 0]], [[[1, 0], [0, 1]][reshaped], [[2, 1], [1, 2]][operand], [-1, -1]]]
+
+
+def test_each_tensor_with_a_layout_takes_one_draw_in_node_and_tensor_order():
+  drawn = _tensor_orders(candidates.program_candidates(_program(), 5, seed=9))
+  rows = candidates.sampled_layout_choices(np.array([2, 1, 1, 2, 2]), 5, splitmix64.SplitMix64(9))
+  np.testing.assert_array_equal(drawn, [_choice_orders(row) for row in rows])
+  module = _program()  # a scalar p0 has no layout: no draw
+  del module.computations[0].instructions[0].shape.dimensions[:]
+  module.computations[0].instructions[2].dot_dimension_numbers.lhs_contracting_dimensions[:] = []
+  drawn = _tensor_orders(candidates.program_candidates(module, 5, seed=9))
+  rows = candidates.sampled_layout_choices(np.array([2, 1, 2, 2]), 5, splitmix64.SplitMix64(9))
+  expected = np.array([_choice_orders([row[0], 0, *row[1:]]) for row in rows])
+  expected[:, 0, 1] = -1
+  np.testing.assert_array_equal(drawn, expected)
 
 
 if __name__ == "__main__":
