@@ -139,6 +139,9 @@ def test_sampled_layout_configs_keep_their_node_config_features(small_records):
     slots = source.node_config_feat.shape[1]
     np.testing.assert_allclose(graph.node_sets["node_config"]["feat"].numpy(),
                                source.node_config_feat[picked].reshape(-1, 18))
+    # One graph: every node and edge set has one size, as each structure's does.
+    assert graph.node_sets["node_config"].sizes.numpy().tolist() == [len(picked) * slots]
+    assert graph.edge_sets["belongs_to"].sizes.numpy().tolist() == [len(picked) * slots]
     belongs_to = graph.edge_sets["belongs_to"].adjacency
     assert belongs_to.source.numpy().tolist() == list(range(len(picked) * slots))
     assert belongs_to.target.numpy().tolist() == [c for c in range(len(picked)) for _ in range(slots)]
