@@ -110,8 +110,10 @@ def test_a_dot_offers_its_contracting_and_free_dims_minor_most():
   del dot.dot_dimension_numbers.lhs_contracting_dimensions[:]
   dot.dot_dimension_numbers.rhs_contracting_dimensions[:] = [0, 1]
   assert candidates.preferred_minor_dims(dot, by_id) == [3, None, None]
-  del dot.operand_ids[1:]  # no rhs: no rhs dim
-  assert candidates.preferred_minor_dims(dot, by_id)[2] is None
+  dot.dot_dimension_numbers.rhs_contracting_dimensions[:] = []
+  del dot.dot_dimension_numbers.rhs_batch_dimensions[:]
+  del dot.operand_ids[1:]  # no rhs: no rhs dim, whatever the numbers say
+  assert candidates.preferred_minor_dims(dot, by_id) == [3, None, None]
 
 
 def test_a_preferred_dim_beyond_the_tensor_offers_the_swap():
@@ -145,6 +147,9 @@ def test_other_tensors_of_rank_two_or_more_offer_their_two_minor_most_dims_swapp
   add.opcode = "add"
   assert candidates.alternative_layouts(add, [add, _shaped([5, 6]), _shaped([7])], {}) == [(1, 2, 0), (0, 1), None]
   assert candidates.alternative_layouts(add, [add, _shaped([2, 3, 4])], {}) == [(1, 2, 0), (1, 2, 0)]
+  reverse = _shaped([2, 3, 4])  # its dims, listed in any order, are no transpose's permutation
+  reverse.opcode, reverse.dimensions[:] = "reverse", [2, 0, 1]
+  assert candidates.alternative_layouts(reverse, [reverse, _shaped([2, 3, 4])], {}) == [(1, 2, 0), (1, 2, 0)]
 
 
 def test_a_fixed_tensor_keeps_its_own_layout_or_the_default_where_that_is_no_order_of_its_dims():
