@@ -226,8 +226,9 @@ def test_program_candidates_are_every_combination_when_few_default_first():
   np.testing.assert_array_equal(graph.node_config_ids, [2, 4])  # the dot and the reshape
   assert graph.num_configs == 8 and not graph.config_runtime.any()
   orders = _tensor_orders(graph)
-  # dot: result (2,3,5) default or its contracting... free dim 1 minor-most; its operands, entry
-  # parameters, keep their own layouts; reshape: result (6,5) and operand (2,3,5) default or swapped.
+  # dot: its result (2,3,5) at the default or its two minor-most dims swapped (the dim a dot's
+  # result prefers, the last, is minor-most already); its operands, entry parameters, keep their
+  # own layouts. reshape: its result (6,5) and operand (2,3,5) at the default or swapped.
   expected = [[[result, [2, 1], [1, 0]], [reshaped, operand, [-1, -1]]]
               for result, reshaped, operand in itertools.product([[2, 1], [1, 2]], [[1, 0], [0, 1]], [[2, 1], [1, 2]])]
   np.testing.assert_array_equal(orders, expected)
