@@ -1,5 +1,6 @@
 """Layout preprocessing in TF: pruning keeps configurable ops and reachability, statistics, segments."""
 
+import dataclasses
 import pathlib
 import sys
 
@@ -122,6 +123,15 @@ def test_pruning_a_merged_batch_prunes_each_graph_alone(tmp_path):
   sources = np.concatenate([alone[0].edge_sets["feeds"].adjacency.source.numpy(),
                             alone[1].edge_sets["feeds"].adjacency.source.numpy() + offset])
   np.testing.assert_array_equal(pruned.edge_sets["feeds"].adjacency.source.numpy(), sources)
+
+
+def test_a_pruning_setting_cannot_change_once_made():
+  # The export reads `hops` to prune the host's graphs as training did: the transform a task holds
+  # must keep the setting it was made with, and equal settings are one value (hashable, equal).
+  pruning = layout_preprocessing.Pruning(2)
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    pruning.hops = 3
+  assert pruning == layout_preprocessing.Pruning(2) and hash(pruning) == hash(layout_preprocessing.Pruning(2))
 
 
 def test_feature_statistics_standardize_log_scaled_features():

@@ -222,8 +222,7 @@ NODE_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
     _group(_sequence("layout_minor_to_major", "the dimension at position {i} of the result's minor-to-major layout "
                      "order, position 0 most minor (`shape.layout.minor_to_major[{i}]`)", "", 6, ()),
            "shape.layout.minor_to_major", "dimension index",
-           lambda inst, is_root: _leading(inst.shape.layout.minor_to_major, 6)),
-)
+           lambda inst, is_root: _leading(inst.shape.layout.minor_to_major, 6)))
 
 NODE_FEATURE_NAMES: tuple[str, ...] = tuple(name for group in NODE_FEATURE_GROUPS for name in group.names)
 # The node_feat columns of a node's result shape (zero-padded past its rank).
@@ -250,8 +249,7 @@ def _bounds_group(field: str, what: str) -> FeatureGroup:
 TILE_CONFIG_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
     _bounds_group("kernel_bounds", "tile size of a convolution's kernel (filter)"),
     _bounds_group("output_bounds", "tile size of the kernel's output"),
-    _bounds_group("input_bounds", "tile size of the kernel's input (usually unset: XLA derives it)"),
-)
+    _bounds_group("input_bounds", "tile size of the kernel's input (usually unset: XLA derives it)"))
 TILE_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(name for group in TILE_CONFIG_FEATURE_GROUPS for name in group.names)
 
 
@@ -284,8 +282,7 @@ def _layout_row(node, tensor: int) -> list[float]:
 LAYOUT_CONFIG_FEATURE_GROUPS: tuple[FeatureGroup, ...] = (
     _layout_group(0, "output", "the node's result (output)"),
     _layout_group(1, "input", "the node's first operand (input)"),
-    _layout_group(2, "kernel", "the node's second operand (a convolution's kernel, a dot's right-hand side)"),
-)
+    _layout_group(2, "kernel", "the node's second operand (a convolution's kernel, a dot's right-hand side)"))
 LAYOUT_CONFIG_FEATURE_NAMES: tuple[str, ...] = tuple(
     name for group in LAYOUT_CONFIG_FEATURE_GROUPS for name in group.names)
 

@@ -134,7 +134,7 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
   index_dtype = feeds.adjacency.source.dtype
   sources, targets = tf.cast(feeds.adjacency.source, tf.int64), tf.cast(feeds.adjacency.target, tf.int64)
   keep = neighbourhood(op["config_slot"] >= 0, sources, targets, hops)
-  kept_ops = tf.where(keep)[:, 0]
+  kept_ops = tf.where(keep)[:, 0]  # (n',) the kept ops' indices
   new_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
   components = tf.cast(graph.num_components, tf.int64)
   op_component = tf.repeat(tf.range(components), tf.cast(op.sizes, tf.int64))
