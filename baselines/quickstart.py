@@ -331,7 +331,7 @@ def main(argv):
   test_results = [(o.result.collection, o.test_summary) for o in outcomes if o.test_summary is not None]
   prediction_files = [outcome.predictions for outcome in outcomes]
 
-  _say(6, "submission, ranking through a SavedModel, report")
+  _say(6, f"submission, ranking through a SavedModel, report ({time.time() - started:.0f} s so far)")
   submission_path = out_dir / "submission.csv"
   rows = submission.combine(prediction_files, data_root, submission_path)
   example = sorted((graphs.collection_directory(data_root, "tile:xla") / "test").glob("*.npz"))[0]

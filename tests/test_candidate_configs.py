@@ -173,6 +173,13 @@ def test_up_to_count_combinations_are_all_taken_in_order():
   assert choices.dtype == np.int64
 
 
+
+def test_no_layout_variables_is_one_config_of_no_choices_as_natively():
+  """A module whose configurable ops have no layout to choose (scalars, tuples): the module's own
+  config alone, as native/hlo/candidates.cc's SampledLayoutChoices gives it."""
+  choices = candidates.sampled_layout_choices(np.array([], np.int64), 5, splitmix64.SplitMix64(0))
+  assert choices.shape == (1, 0) and choices.dtype == np.int64
+
 def _drawn_in_order(sizes, count, seed) -> list:
   """Written out: the default, then rows of uniform draws (floor(u * size)), first come first kept."""
   rng, found = splitmix64.SplitMix64(seed), [tuple([0] * len(sizes))]

@@ -132,7 +132,8 @@ def sampled_layout_choices(sizes: np.ndarray, count: int, rng: Random) -> np.nda
   uniformly drawn combinations in the order drawn (all of them when there are at most `count`)."""
   sizes = np.asarray(sizes, np.int64)
   if math.prod(int(s) for s in sizes) <= count:
-    return np.asarray(list(itertools.product(*(range(int(s)) for s in sizes))), np.int64).reshape(-1, len(sizes))
+    every = list(itertools.product(*(range(int(s)) for s in sizes)))  # [()] for no variables: one config
+    return np.asarray(every, np.int64).reshape(len(every), len(sizes))
   found = {tuple([0] * len(sizes)): None}
   for _ in range(_LAYOUT_DRAW_ROUNDS):
     if len(found) >= count:
