@@ -23,8 +23,7 @@ from tpu_graphs.export import saved_model
 from tpu_graphs.train import experiments, run_directory, run_experiment, scoring, trainer
 
 _COLLECTION = flags.DEFINE_enum("collection", None, list(graphs.COLLECTIONS),
-                                "Which collection the model ranks; default the run's (its config.json). Needed "
-                                "only for runs whose config.json does not record it.")
+                                "Which collection the model ranks; default the run's (its config.json).")
 _CONFIGS_PER_CHUNK = flags.DEFINE_integer("configs_per_chunk", None, "Configs scored per chunk: bounds memory; "
                                           "default the run's (its config.json).")
 _RUN_DIR = flags.DEFINE_string("run_dir", "out/tiles", "A run directory of tiles_train.py, layout_train.py or "
@@ -50,13 +49,11 @@ def main(argv):
   del argv
   run_dir = pathlib.Path(_RUN_DIR.value)
   out_dir = pathlib.Path(_OUT_DIR.value) if _OUT_DIR.value else run_dir
-  run_config = run_directory.read_run_config(run_dir)
-  if run_config is None:
-    raise errors.InputError(f"{run_dir / 'config.json'}: not found; train with baselines/tiles_train.py or "
-                            "layout_train.py first")
-  collection = _COLLECTION.value or run_config.get("experiment", {}).get("collection")
-  if collection is None:
-    raise errors.InputError(f"{run_dir / 'config.json'}: records no collection; pass --collection")
+  run_config = run_directory.finished_run_config(run_dir)
+  # The experiment the run records, which rebuilding its model needs: a run without it is refused
+  # here, before anything is converted.
+  recorded, _ = run_experiment.run_model_builder(run_dir, run_config)
+  collection = _COLLECTION.value or recorded.collection
   data_root = _DATA_ROOT.value or run_experiment.recorded_data_root(run_config) or str(locations.EMBEDDED_NPZ)
   split_dir = graphs.collection_directory(data_root, collection) / _SPLIT.value
   if not split_dir.is_dir():

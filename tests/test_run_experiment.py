@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from tpu_graphs.data import graphs
+from tpu_graphs.data import errors, graphs
 from tpu_graphs.train import experiments, run_directory, run_experiment
 
 
@@ -37,6 +37,13 @@ def test_a_damaged_data_derived_file_is_refused_naming_it(tmp_path, content, pro
                      match=rf"{run_experiment.DATA_DERIVED_FILE}: damaged \(.*{problem}"):
     run_experiment.read_data_derived(tmp_path)
 
+
+
+def test_a_run_whose_config_records_no_experiment_is_refused_naming_its_config_file(tmp_path):
+  """A run copied elsewhere: the message names the copy's config.json, not the folder it was trained in."""
+  with pytest.raises(errors.InputError, match=rf"^{tmp_path / 'config.json'}: records no experiment with a data root "
+                                              r"\(a run of an older version\); train it again$"):
+    run_experiment.run_model_builder(tmp_path, {"out_dir": "/somewhere/else", "model": {}})
 
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -419,11 +419,7 @@ def best_scorer(run_dir) -> tuple[experiments.Experiment, tf.keras.Model]:
   Raises run_directory.RunDirectoryError for a run without config.json, without best weights, or
   of an older version that saved nothing of its data (saying how to re-export it).
   """
-  run_config = run_directory.read_run_config(run_dir)
-  if run_config is None:
-    raise run_directory.RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: not found; {run_dir} is no run "
-                                          "directory of tiles_train.py, layout_train.py or quickstart.py")
-  experiment, build = run_experiment.run_model_builder(run_dir, run_config)
+  experiment, build = run_experiment.run_model_builder(run_dir, run_directory.finished_run_config(run_dir))
   scorer = build(model_input_spec(graphs.collection_kind(experiment.collection)))
   run_directory.initialise_from_run(scorer, run_dir)
   return experiment, scorer

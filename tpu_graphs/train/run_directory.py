@@ -65,6 +65,16 @@ def read_run_config(run_dir) -> Optional[dict]:
   return read_run_json(run_dir, "config.json", dict)
 
 
+def finished_run_config(run_dir) -> dict:
+  """The content of <run_dir>/config.json of a run that is to be read (evaluated, exported);
+  RunDirectoryError naming the file where there is none."""
+  run_config = read_run_config(run_dir)
+  if run_config is None:
+    raise RunDirectoryError(f"{storage.join(run_dir, 'config.json')}: not found; {run_dir} is no run directory of "
+                            "tiles_train.py, layout_train.py or quickstart.py")
+  return run_config
+
+
 def read_history(run_dir, first_epoch: int) -> list:
   """The entries of <run_dir>/history.json of the epochs before `first_epoch` (those the resumed
   checkpoint has done); every one of them must be there."""

@@ -169,7 +169,7 @@ def run_model_builder(run_dir, run_config: dict) -> tuple[experiments.Experiment
   config.json of a run that predates the experiment record."""
   recorded = run_config.get("experiment", {})
   if not {"name", "collection", "data_root"} <= set(recorded):
-    raise errors.InputError(f"{run_config.get('out_dir')}: its config.json records no experiment with a data root "
+    raise errors.InputError(f"{storage.join(run_dir, 'config.json')}: records no experiment with a data root "
                             "(a run of an older version); train it again")
   named = experiments.experiment(recorded["name"], recorded["collection"])
   model = {name: tuple(value) if isinstance(value, list) else value for name, value in run_config["model"].items()}
