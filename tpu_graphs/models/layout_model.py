@@ -370,6 +370,9 @@ def context_and_scores(scorer: tf.keras.Model) -> Optional[TwoHalves]:
   return TwoHalves(op_context, config_scorer)
 
 
+# Keras traces a subclassed layer's call through autograph when a functional model is built on it;
+# none of ours (nor TF-GNN's) branches on tensors, and the rewriting cost seconds per model.
+@tf.autograph.experimental.do_not_convert
 def build_layout_model(graph_spec: tfgnn.GraphTensorSpec, backbone: str = "residual_gcn", units: int = 64,
                        num_layers: int = 3, context_layers: int = 0, config_units: Optional[int] = None,
                        feature_statistics: Optional[tuple[np.ndarray, np.ndarray]] = None,

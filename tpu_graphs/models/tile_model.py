@@ -100,6 +100,9 @@ class TileReadout(tf.keras.layers.Layer):
     return {**super().get_config(), "join": self.join, "units": self.units}
 
 
+# Keras traces a subclassed layer's call through autograph when a functional model is built on it;
+# none of ours (nor TF-GNN's) branches on tensors, and the rewriting cost seconds per model.
+@tf.autograph.experimental.do_not_convert
 def build_tile_model(graph_spec: tfgnn.GraphTensorSpec, join: str = "late", backbone: str = "sage",
                      units: int = 64, num_layers: int = 3) -> tf.keras.Model:
   """Keras model: tile GraphTensor (merged components) -> (c,) config scores, lower = faster.

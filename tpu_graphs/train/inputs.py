@@ -24,8 +24,8 @@ INDICES_DTYPE = tf.int32
 
 def merged_batches(graphs: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
   """Batches of `batch_size` scalar GraphTensors merged into one GraphTensor of as many components."""
-  return graphs.batch(batch_size, drop_remainder=drop_remainder).map(
-      lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE), **readers.PARALLEL)
+  return readers.parallel_map(graphs.batch(batch_size, drop_remainder=drop_remainder),
+                              lambda g: g.merge_batch_to_components().with_indices_dtype(INDICES_DTYPE))
 
 
 def chunk_count(records_dir) -> int:
@@ -104,8 +104,9 @@ class TrainingInputs:
     batches = datasets[0]
     for dataset in datasets[1:]:
       batches = batches.concatenate(dataset)
-    return batches.map(lambda graph: (xla.model_features(graph), self.task.labels(graph, self.configs_per_graph)),
-                       **readers.PARALLEL).prefetch(tf.data.AUTOTUNE)
+    return readers.parallel_map(
+        batches, lambda graph: (xla.model_features(graph), self.task.labels(graph, self.configs_per_graph))
+    ).prefetch(tf.data.AUTOTUNE)
 
   def graph_spec(self, replicas: int = 1, static_padding: Optional[padding.Padding] = None) -> tfgnn.GraphTensorSpec:
     """Spec of one replica's merged batch: what the model is built on. Reads no records."""

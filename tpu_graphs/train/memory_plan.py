@@ -54,7 +54,7 @@ def _pruned_counter(hops: int):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top: only pruned plans need it
   from tpu_graphs.models import layout_preprocessing  # pylint: disable=g-import-not-at-top
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.bool)] + [tf.TensorSpec([None], tf.int64)] * 2)
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.bool)] + [tf.TensorSpec([None], tf.int64)] * 2, autograph=False)
   def counts(keep, sources, targets):
     keep = layout_preprocessing.neighbourhood(keep, sources, targets, hops)
     flow = layout_preprocessing.kept_data_flow(keep, sources, targets)

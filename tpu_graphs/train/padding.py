@@ -28,4 +28,4 @@ class Padding:
 
   def pad(self, batches: tf.data.Dataset) -> tf.data.Dataset:
     """Pads each merged GraphTensor of `batches`; the padding component comes last."""
-    return batches.map(lambda graph: tfgnn.pad_to_total_sizes(graph, self.constraints)[0], **readers.PARALLEL)
+    return readers.parallel_map(batches, lambda graph: tfgnn.pad_to_total_sizes(graph, self.constraints)[0])

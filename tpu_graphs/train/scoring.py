@@ -25,7 +25,7 @@ def _scoring_function(task: tasks.Task, scorer: tf.keras.Model, spec: tfgnn.Grap
   """graph -> (graph keys, config indices, runtimes, scores) of every config of a merged batch."""
   functions = _SCORING_FUNCTIONS.setdefault(scorer, {})
   if task not in functions:
-    @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)])
+    @tf.function(input_signature=[spec.relax(num_components=True, num_nodes=True, num_edges=True)], autograph=False)
     def score(graph):
       configs = graph.node_sets["config"]
       return (tf.repeat(xla.graph_keys(graph), configs.sizes), configs["config_index"], task.config_runtimes(configs),

@@ -135,6 +135,9 @@ class RankingModel(tf.keras.Model):
     with config_lists.lists_of_at_most(self.list_size):
       return self.task.ranking_logits(graph, self.scorer(graph, training=training), self.list_size)
 
+  # Traced as written, as the input pipelines are (readers.without_autograph): nothing here or below
+  # branches on tensors, and autograph's rewriting of the scorer and TF-GNN was seconds of every run.
+  @tf.autograph.experimental.do_not_convert
   def train_step(self, data):
     graph, labels = data
     with tf.GradientTape() as tape:
