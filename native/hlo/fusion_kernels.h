@@ -1,5 +1,5 @@
 // One module per fusion of an optimized HLO module, shaped like the release's kernel modules
-// (featurize.kernel_modules): the computations the fusion calls, callees first, and an entry
+// (fusion_kernels.kernel_modules): the computations the fusion calls, callees first, and an entry
 // computation named after the fusion holding one parameter per distinct operand and the fusion.
 #ifndef TPU_GRAPHS_NATIVE_HLO_FUSION_KERNELS_H_
 #define TPU_GRAPHS_NATIVE_HLO_FUSION_KERNELS_H_

@@ -2,7 +2,7 @@
 // one layout model: per size bucket (tpu_graphs/export/static_layout.py) a context class (the op
 // states no config changes) and a chunk class (scores of C configs given the context and their
 // config rows' states), and one rows class (the states of config rows), each compiled for several
-// CPU levels. Compiled per model by baselines/compile_native.py, which generates
+// CPU levels. Compiled per model by tpu_graphs/export/native_library.py, which generates
 // TPU_GRAPHS_BUCKETS_HEADER: it includes every class's header and defines
 // TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first, and
 // TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) as X(LEVEL::context, LEVEL::rows, LEVEL::chunk, hops,

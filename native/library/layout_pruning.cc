@@ -29,7 +29,7 @@ GroupedEdges GroupEdges(int64_t num_nodes, int64_t num_edges, const int64_t* edg
 bool PruneLayout(int64_t num_nodes, int64_t num_edges, const int64_t* edge_index, int64_t num_configurable,
                  const int64_t* node_config_ids, int hops, int64_t max_kept_ops, PrunedLayout* pruned,
                  std::string* error) {
-  // The neighbourhood: `hops` steps along edges in both directions (layout_preprocessing._neighbourhood).
+  // The neighbourhood: `hops` steps along edges in both directions (layout_preprocessing.neighbourhood).
   std::vector<char> keep(num_nodes, 0);
   for (int64_t j = 0; j < num_configurable; ++j) keep[node_config_ids[j]] = 1;
   for (int hop = 0; hop < hops; ++hop) {

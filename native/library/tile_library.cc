@@ -1,6 +1,6 @@
 // The C interface of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
 // one model per size bucket (tpu_graphs/export/static_shapes.py) and CPU level. Compiled per model
-// by baselines/compile_native.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
+// by tpu_graphs/export/native_library.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
 // class's header and defines TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per
 // level, oldest first, and per bucket, smallest first, either TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(X,
 // LEVEL) as X(LEVEL::kernel, LEVEL::configs, LEVEL::join, nodes, edges, configs) (a late-join

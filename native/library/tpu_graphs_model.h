@@ -1,5 +1,6 @@
 /* The C interface of a compiled tpu_graphs model: <run>/export/native/libtpu_graphs_model.so,
- * built by baselines/compile_native.py from the run's SavedModel (docs/compiler.md).
+ * built from the run's SavedModel by tpu_graphs/export/native_library.py, which
+ * baselines/compile_native.py runs (docs/compiler.md).
  *
  * The library holds the model's weights and its program, compiled ahead of time by XLA
  * (saved_model_cli aot_compile_cpu), and the featurizer (native/hlo); it links no TensorFlow
