@@ -11,7 +11,7 @@ UndefinedBehaviorSanitizer):
 * layout_pruning: graphs through the host-side pruning of layout libraries (native/library/layout_pruning.h),
   checked against its definition;
 * featurizer: module bytes through the C++ featurizer and the C ranking of tpu_graphs_rank_module
-  (native/hlo), with a stand-in score function;
+  (native/hlo, native/library/rank_module.cc), with a stand-in score function;
 * tile_library, layout_library: tpu_graphs_score_tile / tpu_graphs_score_layout and
   tpu_graphs_rank_module of compiled model libraries (small untrained models,
   tpu_graphs/export/untrained.py, compiled by native_library.py and linked again instrumented).
@@ -77,8 +77,8 @@ FINDING_PREFIXES = ("crash-", "leak-", "timeout-", "oom-")
 class Target:
   """A fuzz target: what it fuzzes, the instrumented sources it links besides
   native/fuzz/<name>_fuzzer.cc (repository paths; "featurizer": native/hlo, its protos and
-  native/library/rank_module.cc), the
-  model library it links (a MODELS key) and the longest input libFuzzer makes."""
+  native/library/rank_module.cc), the model library it links (a MODELS key) and the longest input
+  libFuzzer makes."""
   name: str
   fuzzes: str
   sources: tuple[str, ...] = ()
@@ -91,7 +91,8 @@ TARGETS = {target.name: target for target in (
            sources=("native/npz/npz.cc", "native/npz/npz_writer.cc", "native/fuzz/npz_mutator.cc"), max_len=1 << 18),
     Target("layout_pruning", "graphs through PruneLayout (native/library/layout_pruning.h), against its definition",
            sources=("native/library/layout_pruning.cc",), max_len=1 << 16),
-    Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo)",
+    Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo, "
+           "native/library/rank_module.cc)",
            sources=("featurizer",), max_len=1 << 19),
     Target("tile_library", "tpu_graphs_score_tile and tpu_graphs_rank_module of a compiled tile model",
            library="tile", max_len=1 << 19),

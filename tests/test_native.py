@@ -699,7 +699,7 @@ def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitiz
   program = tmp_path / "library_threads"
   subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES.parent}",
                   str(pathlib.Path(__file__).with_name("library_threads.cc")),
-                  str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
+                  str(native_library.NATIVE_SOURCES / "npz" / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
                  check=True, capture_output=True)
   featurizer = bazel_outputs.built("native/libtpu_graphs_featurizer_tsan.a")
   generated = locations.EMBEDDED_NPZ
