@@ -87,6 +87,14 @@ void ConvolutionDimensionNumbers(const xla::ConvolutionDimensionNumbers& numbers
   row.Integer(numbers.output_feature_dimension());
 }
 
+// 6 leading bounds (zero padded), their sum and product (0 where there are none).
+float* Bounds(const std::vector<int64_t>& bounds, float* row) {
+  for (size_t i = 0; i < 6; ++i) *row++ = i < bounds.size() ? AsFeature(bounds[i]) : 0.0f;
+  *row++ = static_cast<float>(SumAsDouble(bounds));
+  *row++ = static_cast<float>(ProductAsDouble(bounds, 0.0));
+  return row;
+}
+
 }  // namespace
 
 void NodeFeatures(const xla::HloInstructionProto& instruction, bool is_root, float* feature_row) {
@@ -120,18 +128,6 @@ void NodeFeatures(const xla::HloInstructionProto& instruction, bool is_root, flo
   row.Value(instruction.is_stable() ? 1.0 : 0.0);
   row.Leading(shape.layout().minor_to_major(), 6);
 }
-
-namespace {
-
-// 6 leading bounds (zero padded), their sum and product (0 where there are none).
-float* Bounds(const std::vector<int64_t>& bounds, float* row) {
-  for (size_t i = 0; i < 6; ++i) *row++ = i < bounds.size() ? AsFeature(bounds[i]) : 0.0f;
-  *row++ = static_cast<float>(SumAsDouble(bounds));
-  *row++ = static_cast<float>(ProductAsDouble(bounds, 0.0));
-  return row;
-}
-
-}  // namespace
 
 void TileConfigFeatures(const std::vector<int64_t>& kernel_bounds, const std::vector<int64_t>& output_bounds,
                         const std::vector<int64_t>& input_bounds, float* row) {

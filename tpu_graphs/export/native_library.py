@@ -33,11 +33,11 @@ machine's load.
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import json
 import os
-import ast
 import pathlib
 import re
 import shutil
