@@ -6,7 +6,7 @@ Python, no TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compile
   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --input=kernel.npz
   python baselines/compile_native.py --model out/layout/export   # layout: models that prune (prune_hops set)
 
-writes <model>/native/: libtpu_graphs_model.so (the C interface of native/tpu_graphs_model.h),
+writes <model>/native/: libtpu_graphs_model.so (the C interface of native/library/tpu_graphs_model.h),
 the header, the AOT-compiled classes and buckets.json.
 """
 

@@ -7,11 +7,11 @@
 Targets (native/fuzz/<target>_fuzzer.cc, libFuzzer, clang with AddressSanitizer and
 UndefinedBehaviorSanitizer):
 
-* npz: a whole .npz file's bytes through the reader of //native:rank (native/npz.h);
-* layout_pruning: graphs through the host-side pruning of layout libraries (native/layout_pruning.h),
+* npz: a whole .npz file's bytes through the reader of //native:rank (native/npz/npz.h);
+* layout_pruning: graphs through the host-side pruning of layout libraries (native/library/layout_pruning.h),
   checked against its definition;
 * featurizer: module bytes through the C++ featurizer and the C ranking of tpu_graphs_rank_module
-  (native/hlo), with a stand-in score function;
+  (native/hlo, native/library/rank_module.cc), with a stand-in score function;
 * tile_library, layout_library: tpu_graphs_score_tile / tpu_graphs_score_layout and
   tpu_graphs_rank_module of compiled model libraries (small untrained models,
   tpu_graphs/export/untrained.py, compiled by native_library.py and linked again instrumented).
@@ -76,8 +76,9 @@ FINDING_PREFIXES = ("crash-", "leak-", "timeout-", "oom-")
 @dataclasses.dataclass(frozen=True)
 class Target:
   """A fuzz target: what it fuzzes, the instrumented sources it links besides
-  native/fuzz/<name>_fuzzer.cc (repository paths; "featurizer": native/hlo and its protos), the
-  model library it links (a MODELS key) and the longest input libFuzzer makes."""
+  native/fuzz/<name>_fuzzer.cc (repository paths; "featurizer": native/hlo, its protos and
+  native/library/rank_module.cc), the model library it links (a MODELS key) and the longest input
+  libFuzzer makes."""
   name: str
   fuzzes: str
   sources: tuple[str, ...] = ()
@@ -86,11 +87,12 @@ class Target:
 
 
 TARGETS = {target.name: target for target in (
-    Target("npz", "a whole .npz file (native/npz.h)",
-           sources=("native/npz.cc", "native/npz_writer.cc", "native/fuzz/npz_mutator.cc"), max_len=1 << 18),
-    Target("layout_pruning", "graphs through PruneLayout (native/layout_pruning.h), against its definition",
-           sources=("native/layout_pruning.cc",), max_len=1 << 16),
-    Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo)",
+    Target("npz", "a whole .npz file (native/npz/npz.h)",
+           sources=("native/npz/npz.cc", "native/npz/npz_writer.cc", "native/fuzz/npz_mutator.cc"), max_len=1 << 18),
+    Target("layout_pruning", "graphs through PruneLayout (native/library/layout_pruning.h), against its definition",
+           sources=("native/library/layout_pruning.cc",), max_len=1 << 16),
+    Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo, "
+           "native/library/rank_module.cc)",
            sources=("featurizer",), max_len=1 << 19),
     Target("tile_library", "tpu_graphs_score_tile and tpu_graphs_rank_module of a compiled tile model",
            library="tile", max_len=1 << 19),
@@ -256,7 +258,7 @@ def _object(source: pathlib.Path, flags_: list[str]) -> pathlib.Path:
 
 
 def _include_flags() -> list[str]:
-  return [f"-I{locations.REPOSITORY}", f"-I{NATIVE}", f"-I{BAZEL_NATIVE / 'hlo'}"]
+  return [f"-I{locations.REPOSITORY}", f"-I{BAZEL_NATIVE / 'hlo' / 'protos'}"]
 
 
 def _featurizer_objects() -> list[pathlib.Path]:
@@ -264,7 +266,7 @@ def _featurizer_objects() -> list[pathlib.Path]:
   generated = sorted((BAZEL_NATIVE / "hlo").glob("**/*.pb.cc"))
   if not generated:
     sys.exit(f"fuzz: {BAZEL_NATIVE / 'hlo'} holds no generated protos; run bazel build //native:all")
-  sources = sorted((NATIVE / "hlo").glob("*.cc"))
+  sources = [*sorted((NATIVE / "hlo").glob("*.cc")), NATIVE / "library" / "rank_module.cc"]
   return [_object(source, _include_flags()) for source in sources] + [
       _object(source, [*_include_flags(), "-w"]) for source in generated]
 

@@ -10,7 +10,7 @@
 * layout (native_layout.md): every config (1,965) of the real unet_3d.4x4.bf16 graph (3,163 ops,
   62 configurable) and the first 1,000 of the real 21,918-op nlp test graph (848 configurable),
   one call each; the SavedModel prunes the graph inside its graph, the AOT library on the host
-  (native/layout_pruning.cc) before its compiled bucket's context and chunk programs (one thread
+  (native/library/layout_pruning.cc) before its compiled bucket's context and chunk programs (one thread
   per core over the chunks; also one thread, TPU_GRAPHS_NUM_THREADS=1). Beside this tree's model,
   today's: the layout model of --previous_commit exported from that commit's tree (git archive),
   through its Python SavedModel. Per config: the multiply-adds of the chunk program's dense
@@ -28,7 +28,7 @@
 
 Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
 way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
-bazel-bin/native/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
+bazel-bin/native/tools/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
 (tpu_graphs/export/untrained.py; cost does not depend on the weights): tile models of the
 baselines' default size (64 units, 3 layers) and of `--experiment smallest` (16 units, 1 layer),
 a layout model of the default size pruning to configurable ops (prune_hops 0, the default).
@@ -54,7 +54,7 @@ from tpu_graphs.train import experiments
 TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
 LAYOUT_GRAPH = "npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 TILE_CONFIGS = 100
-RANK = locations.REPOSITORY / "bazel-bin" / "native" / "rank"
+RANK = locations.REPOSITORY / "bazel-bin" / "native" / "tools" / "rank"
 RUNTIME_DIR = locations.REPOSITORY / "bazel-bin" / "native"
 # Tile models measured: experiment -> its model's size.
 TILE_MODELS = {"quickstart": "default size (64 units, 3 layers)", "smallest": "`--experiment smallest` (16 units, 1 layer)"}
@@ -63,7 +63,7 @@ WAYS = {"python": "Python SavedModel (plain signature)", "capi": "C API (`rank -
         "x86-64-v3": "AOT library, its x86-64-v3 code, AVX2 (`TPU_GRAPHS_CPU_LEVEL=x86-64-v3`)",
         "x86-64-v4": "AOT library, its x86-64-v4 code, AVX-512 (`rank --mode=aot`: the CPU's newest)"}
 # The tile library's calls on their caller's thread alone, without the helper thread that computes
-# the configs' half beside the kernel's (native/library_threads.h).
+# the configs' half beside the kernel's (native/library/library_threads.h).
 ONE_THREAD = {"name": "AOT library, the CPU's newest code, one thread (`TPU_GRAPHS_NUM_THREADS=1`)",
               "environment": {"TPU_GRAPHS_NUM_THREADS": "1"}}
 NLP_GRAPH = "npz/layout/nlp/default/test/3a0c5517a87df8d82fd637b83298a3ba.npz"

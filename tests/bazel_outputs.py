@@ -8,7 +8,7 @@ import pytest
 
 
 def built(relative: str) -> pathlib.Path:
-  """The built file at `relative` (e.g. "native/rank"); fails the test, saying how to build it, where absent."""
+  """The built file at `relative` (e.g. "native/tools/rank"); fails the test, saying how to build it, where absent."""
   runfiles = pathlib.Path(os.environ.get("TEST_SRCDIR", "/nonexistent")) / "tpu_graphs_workspace" / relative
   checkout = pathlib.Path(__file__).resolve().parents[1] / "bazel-bin" / relative
   for path in (runfiles, checkout):

@@ -14,7 +14,7 @@ from tpu_graphs.hlo import candidates, featurize, hlo_input
 
 def native_graphs(path: pathlib.Path, output_dir: pathlib.Path, *flags: str) -> dict[str, dict[str, np.ndarray]]:
   """graph id -> arrays of the npz files //native:featurize writes for `path`."""
-  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+  completed = subprocess.run([str(bazel_outputs.built("native/tools/featurize")), f"--input={path}",
                               f"--output_dir={output_dir}", *flags],
                              capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert completed.returncode == 0, completed.stderr

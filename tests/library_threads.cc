@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "npz.h"
-#include "tpu_graphs_model.h"
+#include "native/library/tpu_graphs_model.h"
+#include "native/npz/npz.h"
 
 namespace {
 

@@ -14,7 +14,7 @@ most half of the file's lines. So `[5.68 s]` in a row "serving ... warm SavedMod
 from the line of serve.md that holds both "5.68 s" and "warm", not from anywhere in the file.
 
 A C or C++ block (```c, ```cpp) compiles (COMPILERS; a header's excerpts with <stddef.h> and
-<stdint.h>, as the header has them, and native/ on the include path for `tpu_graphs_model.h`).
+<stdint.h>, as the header has them, and native/library/ on the include path for `tpu_graphs_model.h`).
 
 A shell block (```sh, ```bash, ```shell, ```console) must follow a marker line, blank lines apart:
 
@@ -155,7 +155,8 @@ def compile_problems(document: pathlib.Path) -> list[str]:
     if language not in COMPILERS:
       continue
     completed = subprocess.run(["cc", "-x", COMPILERS[language], "-c", "-o", os.devnull, "-Wall", "-Werror",
-                                f"-I{REPOSITORY / 'native'}", "-include", "stddef.h", "-include", "stdint.h", "-"],
+                                f"-I{REPOSITORY / 'native' / 'library'}", "-include", "stddef.h", "-include", "stdint.h",
+                                "-"],
                                input=text, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
       problems.append(f"{_shown(document)}:{start + 1}: the {language} block does not compile:\n{completed.stderr}")

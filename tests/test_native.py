@@ -61,7 +61,7 @@ def tile_export(tmp_path_factory):
 
 def _rank(mode: str, export_dir, path, json_path, environment=None) -> subprocess.CompletedProcess:
   """//native:rank on one npz file; `environment` adds variables (TPU_GRAPHS_CPU_LEVEL, TPU_GRAPHS_NUM_THREADS)."""
-  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+  return subprocess.run([str(bazel_outputs.built("native/tools/rank")), f"--mode={mode}", f"--model={export_dir}",
                          f"--input={path}", f"--top={TOP}", f"--json={json_path}"],
                         capture_output=True, text=True, timeout=hang_guard.SECONDS, check=False,
                         env={**os.environ, **(environment or {})})
@@ -376,7 +376,7 @@ def test_a_model_without_its_compiled_library_is_refused_with_the_command_that_c
 def test_flags_are_spelled_as_the_python_programs_and_mistakes_get_their_messages(tile_export, tmp_path):
   """--flag value as --flag=value, --help, --mode=aot by default; a run directory as --model and a
   folder as --input get baselines/rank.py's lines."""
-  rank = str(bazel_outputs.built("native/rank"))
+  rank = str(bazel_outputs.built("native/tools/rank"))
   helped = subprocess.run([rank, "--help"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert (helped.returncode, helped.stderr) == (0, "") and helped.stdout.startswith("usage: rank [--mode=aot|capi] ")
   path = _tile_file(tmp_path)
@@ -420,7 +420,7 @@ def dumps(tmp_path_factory) -> dict[str, xla_dumps.DumpedModule]:
 
 
 def _rank_module(mode: str, export_dir, path, json_path, *flags: str) -> subprocess.CompletedProcess:
-  return subprocess.run([str(bazel_outputs.built("native/rank")), f"--mode={mode}", f"--model={export_dir}",
+  return subprocess.run([str(bazel_outputs.built("native/tools/rank")), f"--mode={mode}", f"--model={export_dir}",
                          f"--hlo={path}", f"--top={TOP}", f"--json={json_path}", *flags], capture_output=True,
                         text=True, timeout=hang_guard.SECONDS, check=False)
 
@@ -682,7 +682,7 @@ def test_the_model_libraries_replay_what_their_fuzz_targets_found_without_a_find
       continue
     library = _sanitized_library(export_dir, tmp_path, ADDRESS_SANITIZER)
     program = tmp_path / f"{target}_replay"
-    subprocess.run(["g++", "-std=c++17", "-O1", *ADDRESS_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+    subprocess.run(["g++", "-std=c++17", "-O1", *ADDRESS_SANITIZER, f"-I{native_library.NATIVE_SOURCES.parent}",
                     str(FUZZ_DIR / f"{target}_fuzzer.cc"), str(FUZZ_DIR / "replay_main.cc"), f"-L{library.parent}",
                     "-ltpu_graphs_model", f"-Wl,-rpath,{library.parent}", "-o", str(program)],
                    check=True, capture_output=True)
@@ -697,9 +697,9 @@ def test_the_model_libraries_replay_what_their_fuzz_targets_found_without_a_find
 def test_the_libraries_answer_threads_at_once_as_one_thread_under_thread_sanitizer(tile_export, layout_library, dumps,
                                                                                   tmp_path):
   program = tmp_path / "library_threads"
-  subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES}",
+  subprocess.run(["g++", "-std=c++17", "-O1", *THREAD_SANITIZER, f"-I{native_library.NATIVE_SOURCES.parent}",
                   str(pathlib.Path(__file__).with_name("library_threads.cc")),
-                  str(native_library.NATIVE_SOURCES / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
+                  str(native_library.NATIVE_SOURCES / "npz" / "npz.cc"), "-ldl", "-lz", "-pthread", "-o", str(program)],
                  check=True, capture_output=True)
   featurizer = bazel_outputs.built("native/libtpu_graphs_featurizer_tsan.a")
   generated = locations.EMBEDDED_NPZ

@@ -135,7 +135,7 @@ def test_malformed_input_is_refused_by_both_featurizers_with_the_same_message(da
   with pytest.raises(graphs.GraphFileError) as refused:
     featurize.graphs_from_file(path)
   assert re.search(message, str(refused.value))
-  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+  completed = subprocess.run([str(bazel_outputs.built("native/tools/featurize")), f"--input={path}",
                               f"--output_dir={tmp_path / 'out'}"],
                              capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert (completed.returncode, completed.stdout) == (1, "")
@@ -166,7 +166,7 @@ def test_damaged_modules_get_the_same_graphs_or_the_same_refusal_from_both_never
     path = tmp_path / f"damaged{case}.pb"
     path.write_bytes(_mutated(rng.choice(sources), rng))
     for flags in ((), ("--kernels",), ("--num_candidates=20",), ("--kernels", "--num_candidates=10")):
-      completed = subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+      completed = subprocess.run([str(bazel_outputs.built("native/tools/featurize")), f"--input={path}",
                                   f"--output_dir={tmp_path / 'out' / str(case)}", *flags], capture_output=True,
                                  text=True, timeout=hang_guard.SECONDS)
       assert completed.returncode in (0, 1), completed.stderr  # never a signal
@@ -179,8 +179,9 @@ def test_damaged_modules_get_the_same_graphs_or_the_same_refusal_from_both_never
 
 
 def test_bad_flags_get_the_usage_and_status_2(tmp_path):
-  completed = subprocess.run([str(bazel_outputs.built("native/featurize")), "--input=x.pb", "--num_candidates=-1"],
-                             capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  featurize = str(bazel_outputs.built("native/tools/featurize"))
+  completed = subprocess.run([featurize, "--input=x.pb", "--num_candidates=-1"], capture_output=True, text=True,
+                             timeout=hang_guard.SECONDS)
   assert completed.returncode == 2 and "--num_candidates must be an integer >= 0" in completed.stderr
 
 

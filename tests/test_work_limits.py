@@ -17,11 +17,11 @@ import sample_data
 from tpu_graphs.hlo import candidates, from_tensorflow, hlo_input, work_limits
 
 LAYOUT_PB = "pb/official_testdata/module_tuning_data_layout.pb"  # 62 configurable ops
-HEADER = pathlib.Path(__file__).resolve().parents[1] / "native" / "tpu_graphs_model.h"
+HEADER = pathlib.Path(__file__).resolve().parents[1] / "native" / "library" / "tpu_graphs_model.h"
 
 
 def _native_featurize(path, tmp_path, *flags: str) -> subprocess.CompletedProcess:
-  return subprocess.run([str(bazel_outputs.built("native/featurize")), f"--input={path}",
+  return subprocess.run([str(bazel_outputs.built("native/tools/featurize")), f"--input={path}",
                          f"--output_dir={tmp_path / 'out'}", *flags],
                         capture_output=True, text=True, timeout=hang_guard.SECONDS)
 

@@ -14,10 +14,10 @@
 #include <cstring>
 #include <vector>
 
-#include "fuzz/fuzz_input.h"
-#include "fuzz/library_calls.h"
-#include "hlo/library_ranking.h"
-#include "tpu_graphs_model.h"
+#include "native/fuzz/fuzz_input.h"
+#include "native/fuzz/library_calls.h"
+#include "native/library/rank_module.h"
+#include "native/library/tpu_graphs_model.h"
 
 namespace {
 

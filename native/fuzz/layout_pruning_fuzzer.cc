@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "fuzz/fuzz_input.h"
-#include "layout_pruning.h"
+#include "native/fuzz/fuzz_input.h"
+#include "native/library/layout_pruning.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz/fuzz_input.h"
-#include "tpu_graphs_model.h"
+#include "native/fuzz/fuzz_input.h"
+#include "native/library/tpu_graphs_model.h"
 
 namespace tpu_graphs_fuzz {
 

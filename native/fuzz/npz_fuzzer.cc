@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "npz.h"
+#include "native/npz/npz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

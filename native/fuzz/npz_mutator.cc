@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "native/npz_writer.h"
-#include "npz.h"
+#include "native/npz/npz.h"
+#include "native/npz/npz_writer.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 

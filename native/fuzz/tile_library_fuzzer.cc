@@ -15,9 +15,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "fuzz/fuzz_input.h"
-#include "fuzz/library_calls.h"
-#include "tpu_graphs_model.h"
+#include "native/fuzz/fuzz_input.h"
+#include "native/fuzz/library_calls.h"
+#include "native/library/tpu_graphs_model.h"
 
 namespace {
 

@@ -5,12 +5,12 @@
 #include <set>
 #include <unordered_map>
 
-#include "native/hlo/config_features.h"
+#include "native/hlo/features.h"
+#include "native/hlo/featurize.h"
+#include "native/hlo/fusion_kernels.h"
 #include "native/hlo/hlo_error.h"
-#include "native/hlo/kernel_modules.h"
 #include "native/hlo/layout_changes.h"
 #include "native/hlo/module_graph.h"
-#include "native/hlo/module_graphs.h"
 #include "native/hlo/splitmix64.h"
 
 namespace tpu_graphs {

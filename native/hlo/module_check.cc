@@ -24,7 +24,7 @@ struct Dependencies {
   }
 };
 
-// A key on or behind a cycle of `dependencies`, or none (featurize._first_in_cycle): Kahn's
+// A key on or behind a cycle of `dependencies`, or none (module_check._first_in_cycle): Kahn's
 // algorithm drops what depends on nothing left; from the first key that cannot be dropped, the
 // walk along dependencies that cannot be dropped either reaches a key twice: it is on the cycle.
 std::optional<int64_t> FirstInCycle(const Dependencies& dependencies) {

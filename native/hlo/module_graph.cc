@@ -4,9 +4,9 @@
 #include <set>
 #include <utility>
 
+#include "native/hlo/features.h"
 #include "native/hlo/hlo_error.h"
 #include "native/hlo/module_check.h"
-#include "native/hlo/node_features.h"
 #include "native/hlo/opcodes.h"
 
 namespace tpu_graphs {

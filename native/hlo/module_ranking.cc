@@ -4,8 +4,8 @@
 #include <numeric>
 
 #include "native/hlo/candidates.h"
+#include "native/hlo/featurize.h"
 #include "native/hlo/hlo_error.h"
-#include "native/hlo/module_graphs.h"
 
 namespace tpu_graphs {
 

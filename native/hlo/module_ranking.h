@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "native/hlo/config_description.h"
+#include "native/hlo/descriptions.h"
 #include "native/hlo/graph.h"
 #include "native/hlo/hlo_input.h"
 #include "native/hlo/work_limits.h"

@@ -1,10 +1,10 @@
 """A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
 embeds its policies: the static signatures (tile: static_shapes.py; layout: static_layout.py) of
 the model's SavedModel compiled ahead of time by XLA, the weights frozen into the program, linked with
-the XLA AOT runtime (and, for layout, the host-side pruning, native/layout_pruning.cc) and the C++
+the XLA AOT runtime (and, for layout, the host-side pruning, native/library/layout_pruning.cc) and the C++
 featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its best configs out) into
 
-    <export>/native/libtpu_graphs_model.so   the C ABI of native/tpu_graphs_model.h; no TensorFlow
+    <export>/native/libtpu_graphs_model.so   the C ABI of native/library/tpu_graphs_model.h; no TensorFlow
     <export>/native/tpu_graphs_model.h       runtime (ldd lists libprotobuf-lite, libstdc++, libm, libc)
     <export>/native/aot/<level>/             what aot_compile_cpu wrote: one .h/.o per program
     <export>/native/buckets.json             the buckets and CPU levels compiled in, the weights compiled
@@ -23,7 +23,7 @@ removed. An export that holds them (saved_model.export(..., static_signatures=Tr
 
 The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built by
 Bazel (`bazel build //native:all`). The model's programs are compiled once per CPU level (CPUS),
-and each call runs the newest level the CPU has (native/library_checks.h; TPU_GRAPHS_CPU_LEVEL
+and each call runs the newest level the CPU has (native/library/library_checks.h; TPU_GRAPHS_CPU_LEVEL
 picks another): x86-64-v4 (AVX-512) scores several times as fast as plain x86-64
 (benchmarks/results/native.md). Compiling takes each program's signature through
 `saved_model_cli aot_compile_cpu`'s own steps with XLA_FLAGS (one fresh TensorFlow process per
@@ -33,6 +33,7 @@ machine's load.
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import json
@@ -57,7 +58,7 @@ HEADER_NAME = "tpu_graphs_model.h"
 NATIVE_DIR_NAME = "native"
 # CPU level -> (LLVM CPU, LLVM target features) of its copy of the model's code, oldest first. The
 # library runs on any x86-64 and takes the newest level the CPU has (layout_library.cc,
-# model_library.cc). LLVM tunes x86-64-v4 code for 256-bit vectors (Intel's preference, whose
+# tile_library.cc). LLVM tunes x86-64-v4 code for 256-bit vectors (Intel's preference, whose
 # cores lower their clock for 512-bit ones); without that preference the AVX-512 level vectorizes
 # 512 bits wide, which made the default layout model's calls 1.4x as fast on this project's
 # AVX-512 machine (AMD Zen 5, benchmarks/results/native_layout.md).
@@ -236,7 +237,7 @@ def _compile_signatures(export_dir: str, buckets: list[Bucket], aot_dir: pathlib
 
 
 def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
-  """What model_library.cc (tile) or layout_library.cc includes: every level's class headers;
+  """What tile_library.cc or layout_library.cc includes: every level's class headers;
   TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first; and
   TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) (tile: X(LEVEL::class, nodes, edges, configs)),
   TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(X, LEVEL) (X(LEVEL::kernel class, LEVEL::configs class,
@@ -257,6 +258,15 @@ def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
           f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {macro}(X, LEVEL) {entries}\n")
 
 
+def library_sources(kind: str) -> list[pathlib.Path]:
+  """The sources compiled into a `kind` ("tile" or "layout") model library: MODEL_LIBRARY_SOURCES
+  of native/library/sources.bzl, the list Bazel's model_library_sources holds too."""
+  listing = NATIVE_SOURCES / "library" / "sources.bzl"
+  [sources] = [ast.literal_eval(statement.value) for statement in ast.parse(listing.read_text()).body
+               if isinstance(statement, ast.Assign) and statement.targets[0].id == "MODEL_LIBRARY_SOURCES"]
+  return [listing.parent / name for name in sources[kind]]
+
+
 def link_command(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
                  runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
                  output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> list[str]:
@@ -266,11 +276,9 @@ def link_command(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket
   own, so they win: -O1, -Wl,-z,undefs). Every system tool and library it names is one that
   scripts/system_packages.txt installs (tests/test_system_packages.py)."""
   objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o") for cpu in cpus for _, class_name in _programs(buckets)]
-  sources = [str(NATIVE_SOURCES / name) for name in (
-      ("layout_library.cc", "layout_pruning.cc", "neighbour_tables.cc") if _is_layout(buckets)
-      else ("model_library.cc",))]
+  sources = [str(source) for source in library_sources("layout" if _is_layout(buckets) else "tile")]
   return [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=1",
-          '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{aot_dir.parent}", f"-I{NATIVE_SOURCES}",
+          '-DTPU_GRAPHS_BUCKETS_HEADER="buckets.h"', f"-I{work}", f"-I{aot_dir.parent}", f"-I{NATIVE_SOURCES.parent}",
           f"-I{include_dir}", "-o", str(output), *sources, *objects, str(featurizer_archive),
           str(runtime_archive), "-lprotobuf-lite", f"-Wl,--version-script={work / 'exported.map'}",
           "-Wl,--no-undefined", *compiler[1:]]
@@ -343,7 +351,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     progress(steps, steps, "linked")
     if compiled != export_dir:
       shutil.rmtree(compiled)
-    shutil.copy(NATIVE_SOURCES / HEADER_NAME, work / HEADER_NAME)
+    shutil.copy(NATIVE_SOURCES / "library" / HEADER_NAME, work / HEADER_NAME)
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpus": cpus,
         "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),

@@ -3,7 +3,7 @@
 The tile counterpart is static_shapes.py. A layout model prunes each graph to its configurable
 ops and their `hops`-hop neighbourhood (layout_preprocessing.prune_to_configurable) before it
 scores configs, and what pruning keeps depends on the graph, which XLA cannot compile. So the
-host prunes (native/layout_pruning.cc, exactly as the SavedModel's graph does) and sends the
+host prunes (native/library/layout_pruning.cc, exactly as the SavedModel's graph does) and sends the
 pruned graph in a *bucket*: its arrays padded to the bucket's rows. A layout model is two halves
 (layout_model.context_and_scores), and so is each bucket, two signatures, beside one signature
 for all buckets of the states of config rows:
@@ -29,7 +29,7 @@ The graph: node_feat (N, 140) float32, node_opcode (N,) uint8, edge_index (E, 2)
 consumers) the op's edges as a *neighbour table*, the form of a graph XLA's CPU code pools
 fastest. XLA's CPU backend has no scatter: it rewrites each into a loop with one trip per row,
 so a segment sum over E edges is E dependent trips; a few gathers of whole rows, added, are one
-vectorized loop. The tables (`neighbour_tables`, and native/neighbour_tables.cc on the host):
+vectorized loop. The tables (`neighbour_tables`, and native/library/neighbour_tables.cc on the host):
 
     <direction> (N, S) int32: each op's first S = NEIGHBOUR_SLOTS edges, in edge order (E: none);
     <direction>_degrees (N,) int32: how many edges each op has (for means);
@@ -43,7 +43,7 @@ direction. A graph with more hubs than H in a direction is refused (TPU_GRAPHS_T
 
 Ids are those of the pruned graph. Rows past the counts may hold anything: the programs mask
 filler ops, and the tables never name them. The signatures check nothing: the caller checks ids,
-counts and finiteness (native/layout_library.cc does, as saved_model.checked_arrays would).
+counts and finiteness (native/library/layout_library.cc does, as saved_model.checked_arrays would).
 Configs are scored independently (GraphNorm normalizes each config on its own), so a caller sends
 C at a time and fills the last call with copies of the last config.
 
@@ -163,7 +163,7 @@ def neighbour_tables(bucket: LayoutBucket, edge_index: np.ndarray) -> dict[str, 
   """The neighbour tables (the module docstring) of a graph's (e, 2) edge_index [consumer,
   producer], for the bucket it fits: each op's edges in edge order, the first NEIGHBOUR_SLOTS in
   its row, the rest in its hub row. ValueError for more than HUB_ROWS hubs in a direction. The
-  host's twin is native/neighbour_tables.cc.
+  host's twin is native/library/neighbour_tables.cc.
   """
   tables = {}
   for direction, ends in zip(DIRECTIONS, (edge_index[:, 0], edge_index[:, 1])):  # the edges' op in each

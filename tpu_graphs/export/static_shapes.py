@@ -11,7 +11,7 @@ bucket's rows, with the real counts beside them:
 A late-join model (the default) runs its layers on the arrays directly, arranged for one small
 kernel, with the rows past the counts masked (static_tile_scores.py: half the arithmetic or
 less), and in three programs rather than one (a *split* bucket), so that a caller can run the
-kernel's half and the configs' half at once on two cores (native/model_library.cc):
+kernel's half and the configs' half at once on two cores (native/library/tile_library.cc):
 
     kernel:  node_feat, node_opcode, edge_index, num_nodes, num_edges -> kernel_part (units,)
              float32, per bucket of ops and edges;
@@ -25,7 +25,7 @@ filler edges joining filler ops only, filler configs; the real component never r
 the plain signature's, and filler rows may hold anything.
 
 The signature checks nothing: a compiled program cannot refuse its input, so the caller checks
-counts, ids and finiteness before the call (native/model_library.cc does, as the plain signature's
+counts, ids and finiteness before the call (native/library/tile_library.cc does, as the plain signature's
 `saved_model.checked_arrays` would). Above the largest bucket the caller refuses the kernel; more
 than C configs are sent C at a time.
 

@@ -10,7 +10,7 @@
   module (an npz file names no instructions) the keys are "node <i>", every configurable node the
   config sets anything on is listed, and the kind is "unknown".
 
-The C++ side (native/hlo/config_description.cc) describes configs alike, and //native:rank and
+The C++ side (native/hlo/descriptions.cc) describes configs alike, and //native:rank and
 baselines/rank.py print the same lines (`summary`).
 
     describe(graph, 7, configurable_tensors(module, graph.node_config_ids))

@@ -1,5 +1,5 @@
 """An optimized module's fused kernels as modules of their own, shaped like the release's kernel
-modules (the tile collection's graphs; native/hlo/kernel_modules.cc makes the same)."""
+modules (the tile collection's graphs; native/hlo/fusion_kernels.cc makes the same)."""
 
 from __future__ import annotations
 

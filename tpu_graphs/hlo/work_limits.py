@@ -13,7 +13,7 @@ import dataclasses
 
 from tpu_graphs.data import errors
 
-# The defaults (TPU_GRAPHS_DEFAULT_* of native/tpu_graphs_model.h), sized for a compiler's process
+# The defaults (TPU_GRAPHS_DEFAULT_* of native/library/tpu_graphs_model.h), sized for a compiler's process
 # on a small machine (docs/compiler.md#bounded-work).
 MAX_CANDIDATES = 100_000
 MAX_MODULE_BYTES = 64 << 20

@@ -300,7 +300,7 @@ class ConfigScorer(tf.keras.layers.Layer):
     `ops` (row_op_inputs of each row's op). A row's state depends on nothing else, and configs
     repeat a few rows per op (5 to 8 distinct in the sample's graphs), so a caller that scores
     many configs can compute each distinct row once (`distinct_row_states`;
-    native/layout_library.cc does it on the host)."""
+    native/library/layout_library.cc does it on the host)."""
     inputs = [rows if self._categories is None else self._categories(rows)]
     if "costs" in self.encodings:
       inputs.append(layout_features.config_cost_features(rows, ops["shape"], ops["default_layout"], ops["matrix_dims"]))
