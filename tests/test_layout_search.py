@@ -32,6 +32,22 @@ def test_each_distinct_row_of_a_node_is_one_category():
   assert (categories[:, 1] == categories[0, 1]).tolist() == [True, True, True, False]
 
 
+def test_categories_rank_each_nodes_distinct_rows_in_sorted_order_however_many_nodes_sort_at_once(monkeypatch):
+  rng = np.random.default_rng(3)
+  feat = rng.integers(-1, 3, size=(40, 7, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)).astype(np.float32)
+  feat[:, 2] = feat[0, 2]  # a node that one layout holds in every config
+  feat[:, 5] = feat[:, 6] = feat[0, 5]  # and two neighbours that hold the same one: two categories, not one
+  feat[:, 4, 9:] = rng.integers(-1, 3, size=(40, 9))  # rows that differ only in the second key word
+  keys = layout_search.node_layout_keys(feat)
+  expected = [np.unique(keys[:, node], axis=0, return_inverse=True) for node in range(7)]
+  for rows_per_sort in (1, 100, 1 << 22):  # one node per sort (a node's configs exceed it), two, all
+    monkeypatch.setattr(layout_search, "_ROWS_PER_SORT", rows_per_sort)
+    categories, counts = layout_search.node_layout_categories(feat)
+    assert counts.tolist() == [len(distinct) for distinct, _ in expected]
+    assert all((categories[:, node] == inverse.reshape(-1)).all() for node, (_, inverse) in enumerate(expected))
+  assert counts[[2, 5, 6]].tolist() == [1, 1, 1]
+
+
 def test_rows_differing_only_in_an_unset_dim_are_different_layouts():
   _, counts = layout_search.node_layout_categories(_rows((1, 0), (1,), (1, 0, 2)))
   assert counts.tolist() == [3]

@@ -41,6 +41,8 @@ import numpy as np
 
 from tpu_graphs.data import graphs
 
+# Rows (configs x nodes) sorted at a time by _distinct_layouts (some 50 bytes of work each).
+_ROWS_PER_SORT = 1 << 22
 _CHUNK_CONFIGS = 1000
 MIN_CONFIGS_PER_LAYOUT = 10
 # A search group whose layouts move the runtime by less than this share has no measurable effect.
@@ -86,6 +88,41 @@ def node_layout_keys(node_config_feat) -> np.ndarray:
   return np.concatenate(keys, axis=0)
 
 
+def _distinct_layouts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Each configurable node's distinct rows of `keys` (c, nc, k), from node_layout_keys, found for
+  many nodes in one sort (a sort per node was most of baselines/stats.py's time).
+
+  Returns:
+    categories: (c, nc) int64, the category of node j in config i: the rank of its row among the
+      node's distinct rows, in sorted order.
+    counts: (nc,) int64, the number of distinct rows node j takes.
+    rows: (sum(counts), k) uint64, the distinct rows, node by node, each node's in sorted order.
+  """
+  num_configs, num_nodes, words = keys.shape
+  nodes_per_sort = max(1, _ROWS_PER_SORT // max(num_configs, 1))
+  categories = np.zeros((num_configs, num_nodes), np.int64)
+  counts = np.zeros(num_nodes, np.int64)
+  rows = []
+  for first in range(0, num_nodes, nodes_per_sort):
+    block = keys[:, first:first + nodes_per_sort]
+    # Sorted by node, then by the row's words (np.lexsort: integer sorts, where np.unique(axis=0)
+    # compares rows as bytes), so the distinct rows come node by node, each node's in order.
+    node = np.broadcast_to(np.arange(block.shape[1]), block.shape[:2]).reshape(-1)
+    flat = block.reshape(-1, words)
+    order = np.lexsort([flat[:, w] for w in reversed(range(words))] + [node])
+    in_order = flat[order]
+    starts_row = np.ones(order.size, bool)
+    starts_row[1:] = (node[order][1:] != node[order][:-1]) | np.any(in_order[1:] != in_order[:-1], axis=1)
+    inverse = np.empty(order.size, np.int64)
+    inverse[order] = np.cumsum(starts_row) - 1
+    block_counts = np.bincount(node[order][starts_row], minlength=block.shape[1])
+    starts = np.cumsum(block_counts) - block_counts
+    categories[:, first:first + block.shape[1]] = inverse.reshape(block.shape[:2]) - starts[np.newaxis, :]
+    counts[first:first + block.shape[1]] = block_counts
+    rows.append(in_order[starts_row])
+  return categories, counts, np.concatenate(rows) if rows else np.zeros((0, words), np.uint64)
+
+
 def node_layout_categories(node_config_feat) -> tuple[np.ndarray, np.ndarray]:
   """Each configurable node's rows numbered as categories.
 
@@ -93,12 +130,7 @@ def node_layout_categories(node_config_feat) -> tuple[np.ndarray, np.ndarray]:
     categories: (c, nc) int64, the category of node j in config i, in [0, counts[j]).
     counts: (nc,) int64, the number of distinct rows (layouts) node j takes.
   """
-  keys = node_layout_keys(node_config_feat)
-  categories = np.zeros(keys.shape[:2], np.int64)
-  counts = np.zeros(keys.shape[1], np.int64)
-  for node in range(keys.shape[1]):
-    distinct, inverse = np.unique(keys[:, node], axis=0, return_inverse=True)
-    categories[:, node], counts[node] = inverse.reshape(-1), len(distinct)
+  categories, counts, _ = _distinct_layouts(node_layout_keys(node_config_feat))
   return categories, counts
 
 
@@ -128,10 +160,11 @@ def alike_op_groups(node_config_feat, opcodes: np.ndarray, result_shapes: np.nda
     opcodes: (nc,) the nodes' opcodes.
     result_shapes: (nc, >= 6) the nodes' result dimension sizes, dimension d in column d.
   """
-  keys = node_layout_keys(node_config_feat)
-  found, groups = {}, np.zeros(keys.shape[1], np.int64)
-  for node in range(keys.shape[1]):
-    rows = np.unique(keys[:, node], axis=0)
+  _, counts, distinct = _distinct_layouts(node_layout_keys(node_config_feat))
+  starts = np.cumsum(counts) - counts
+  found, groups = {}, np.zeros(counts.size, np.int64)
+  for node in range(counts.size):
+    rows = distinct[starts[node]:starts[node] + counts[node]]
     # The result's layout is the first 6 values of a row, packed in the first key word.
     dims = {int(d) for i in range(6) for d in ((rows[:, 0] >> np.uint64(i * _BITS_PER_VALUE)) & np.uint64(63))} - {0}
     classes = tuple(tiling_class(int(result_shapes[node][d - 1])) for d in sorted(dims))
