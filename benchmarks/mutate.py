@@ -53,7 +53,7 @@ CORE_TESTS = {
     "tpu_graphs/data/predictions.py": ["tests/test_predictions.py", "tests/test_submission.py"],
     "tpu_graphs/train/metrics.py": ["tests/test_metrics.py"],
     "tpu_graphs/train/losses.py": ["tests/test_losses.py"],
-    "tpu_graphs/export/submission.py": ["tests/test_submission.py"],
+    "baselines/submission.py": ["tests/test_submission.py"],
     "tpu_graphs/hlo/features.py": ["tests/test_features.py", "tests/test_feature_spec.py", "tests/test_featurize.py"],
     "tpu_graphs/hlo/candidates.py": ["tests/test_candidate_configs.py"],
     "tpu_graphs/models/layout_preprocessing.py": ["tests/test_layout_preprocessing.py", "-k", "pruning"],
