@@ -106,10 +106,11 @@ class Settings:
   prune_hops: Optional[int]
 
   def flags(self) -> str:
-    hops = -1 if self.prune_hops is None else self.prune_hops
+    from tpu_graphs.train import experiments  # pylint: disable=g-import-not-at-top: this module stays light
+    prune_hops = experiments.flag_value(experiments.LayoutSettings, "prune_hops", self.prune_hops)
     return (f"--batch_size={self.batch_size} --configs_per_graph={self.configs_per_graph} --units={self.units} "
             f"--layers={self.layers} --segment_size={self.segment_size or 0} "
-            f"--configs_per_chunk={self.configs_per_chunk} --prune_hops={hops}")
+            f"--configs_per_chunk={self.configs_per_chunk} --prune_hops={prune_hops}")
 
 
 def _held(graph: GraphSize, segment_size: Optional[int]) -> tuple[int, int]:

@@ -37,7 +37,7 @@ vectorized loop. The tables (`neighbour_tables`, and native/neighbour_tables.cc 
         1 at each of their other edges (a matrix product sums them);
     <direction>_hub_of (N,) int32: each op's hub row (H: none).
 
-Pruned to their configurable ops (hops 0), the sample's graphs have at most 5 edges per op and
+Pruned to their configurable ops (prune_hops 0), the sample's graphs have at most 5 edges per op and
 direction; their 1- and 2-hop neighbourhoods that fit a bucket have at most 3 hubs per
 direction. A graph with more hubs than H in a direction is refused (TPU_GRAPHS_TOO_LARGE).
 
@@ -49,14 +49,14 @@ C at a time and fills the last call with copies of the last config.
 
 Buckets follow the sizes of pruned layout graphs. Whole graphs have up to ~44k ops (TpuGraphs);
 the sample's five distinct layout graphs (490 to 21,918 ops) pruned by prune_to_configurable keep
-  hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op and at
+  prune_hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op and at
       most 5 neighbours per op;
-  hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is
+  prune_hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is
       dense: 220 ops have over 200 neighbours);
-  hops 2: 218 to 5,103 ops, 281 to 11,132 edges, up to 439 neighbours.
+  prune_hops 2: 218 to 5,103 ops, 281 to 11,132 edges, up to 439 neighbours.
 Every padded row goes through the model (XLA's code computes what the shapes say), so a call
 costs its bucket's size, not the graph's: the buckets double from 64 ops (the sample's 38 to 62
-at hops 0 fill the first; nlp's 848 fills 83% of the 1,024-op one) to 4,096, with two edges per
+at prune_hops 0 fill the first; nlp's 848 fills 83% of the 1,024-op one) to 4,096, with two edges per
 op and as many configurable ops as ops but at most 2,048. A chunk holds N x C op states per
 layer; C shrinks as N grows so that they stay within a core's cache (N C = 2,048 rows).
 A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE) rather than
