@@ -53,7 +53,7 @@ _SUMMED_ROWS = 8
 
 
 class NeighbourTable:
-  """Sums and means over each op's edges in one direction of `feeds` (static_layout's neighbour
+  """Sums and means over each op's edges in one direction of `feeds` (layout_shapes' neighbour
   tables): NEIGHBOUR_SLOTS gathers added, plus a matrix product for the hubs' other edges,
   gathered to the hubs."""
 
