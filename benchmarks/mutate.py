@@ -114,10 +114,12 @@ def current_entries(journal: pathlib.Path) -> list[dict]:
   now = {module: fingerprint(module, _read_checkout) for module in CORE_TESTS}
   latest = {}
   for entry in entries:
+    if entry["module"] not in now:  # a module no longer core, or core under another path since
+      continue
     ran = entry.get("fingerprint")
     if ran is None and "with uncommitted changes" not in entry["commit"]:  # entries written before fingerprints
       ran = fingerprint(entry["module"], _read_at(entry["commit"]))
-    if entry["module"] in now and ran == now[entry["module"]]:
+    if ran == now[entry["module"]]:
       latest[entry["module"]] = entry
   return list(latest.values())
 
