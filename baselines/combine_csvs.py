@@ -15,8 +15,8 @@ import pathlib
 from absl import flags
 
 from baselines import program
+from baselines import submission
 from tpu_graphs.data import errors, graphs, locations
-from tpu_graphs.export import submission
 from tpu_graphs.train import run_experiment
 
 _RUNS_DIR = flags.DEFINE_string("runs_dir", "runs", "Run directories to take the newest predictions from.")

@@ -1,5 +1,5 @@
 """Compiles a trained tile or layout model into a native library a compiler links or loads: no
-Python, no TensorFlow runtime (tpu_graphs/export/native_library.py, docs/compiler.md).
+Python, no TensorFlow runtime (tpu_graphs/export/aot/native_library.py, docs/compiler.md).
 
   bazel build //native:all                 # once: the XLA AOT runtime from the wheel's sources
   python baselines/compile_native.py --model out/tiles/export [--cpus x86-64,x86-64-v4]
@@ -16,7 +16,8 @@ import time
 from absl import flags
 
 from baselines import program
-from tpu_graphs.export import native_library, ranker
+from tpu_graphs.export import ranker
+from tpu_graphs.export.aot import native_library
 
 _REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 _MODEL = flags.DEFINE_string("model", None, "A tile or layout model's serving SavedModel (a run's export/).", required=True)

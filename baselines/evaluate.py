@@ -66,7 +66,7 @@ def main(argv):
   if labelled:
     _refuse_unmeasured(split_dir)
   print(f"{run_dir}: {collection}, {_SPLIT.value} split of {data_root}", flush=True)
-  task = task_class(**run_config.get("task_settings", {}))  # reads the graphs as the run did (e.g. pruned)
+  task = recorded.task()  # reads the graphs as the run did (e.g. pruned)
   out_dir.mkdir(parents=True, exist_ok=True)
   configs_per_chunk = _CONFIGS_PER_CHUNK.value or run_config.get("model", {}).get("configs_per_chunk")
   convert.convert_directory(split_dir, out_dir / "records",

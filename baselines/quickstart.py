@@ -41,9 +41,10 @@ import numpy as np
 from absl import flags
 
 from baselines import program
+from baselines import submission
 from tpu_graphs.analysis import report
 from tpu_graphs.data import errors, graphs, locations, npz, storage
-from tpu_graphs.export import ranker, run_export, saved_model, submission
+from tpu_graphs.export import ranker, run_export, saved_model
 from tpu_graphs.train import experiments, run_experiment, scoring, strategies
 
 _DATA_ROOT = flags.DEFINE_string("data_root", str(locations.EMBEDDED_NPZ), "A TpuGraphs npz tree with all five collections.")

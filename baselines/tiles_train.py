@@ -23,19 +23,21 @@ from absl import flags
 
 from baselines import program
 from baselines import training_flags
-from tpu_graphs.models import tile_model
-
-# --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) beside
-# this program's own; TensorFlow's stay in --helpfull.
-flags.adopt_module_key_flags(training_flags)
+from tpu_graphs.train import experiments
 
 _OUT_DIR = flags.DEFINE_string("out_dir", "out/tiles", "The run directory.")
-_JOIN = flags.DEFINE_enum("join", None, tile_model.JOINS, "Where config features meet the graph.")
+# One flag per model setting (experiments.TileSettings): --units, --layers, --backbone, --join, ...
+MODEL_FLAGS = training_flags.model_flags(experiments.TileSettings)
+# --help lists the shared training flags (--data_root, --epochs, --batch_size, --seed, ...) and the
+# model's beside this program's own; TensorFlow's stay in --helpfull. After model_flags, which
+# defines the model's in training_flags.
+flags.adopt_module_key_flags(training_flags)
 
 
 def main(argv):
   del argv
-  training_flags.train("tile:xla", "tile", _OUT_DIR.value, model=training_flags.given({"join": _JOIN}))
+  training_flags.train("tile:xla", "tile", _OUT_DIR.value,
+                       model=training_flags.model_overrides(experiments.TileSettings, MODEL_FLAGS))
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@ experiment they start from, the flags that override it, and the run with its sum
 
 Every override flag defaults to None, "the experiment's value", so a program with no flags trains
 its named experiment exactly (tpu_graphs/train/experiments.py) and the run's config.json records
-what was resolved.
+what was resolved. The model's flags are made from its settings class (`model_flags`), one per
+field, so a new setting needs no flag written here or in the program.
 """
 
+import dataclasses
 import json
+import typing
 from typing import Optional
 
 from absl import flags
@@ -14,7 +17,6 @@ from absl import flags
 from baselines import program
 from tpu_graphs.data import locations, storage
 from tpu_graphs.export import run_export
-from tpu_graphs.models import gnn
 from tpu_graphs.train import experiments, learning_rate, losses, memory_plan, run_experiment, strategies, weight_average
 
 EXPERIMENT = flags.DEFINE_enum("experiment", None, list(experiments.EXPERIMENTS),
@@ -47,15 +49,8 @@ TRAINING_FLAGS = {
                                      "model (pretrain on one collection, fine-tune on this one); the model settings "
                                      "must be that run's."),
 }
-# Model setting (of either kind) -> its override flag.
-MODEL_FLAGS = {
-    "backbone": flags.DEFINE_enum("backbone", None, gnn.BACKBONES, "Message passing layers."),
-    "units": flags.DEFINE_integer("units", None, "Hidden width."),
-    "layers": flags.DEFINE_integer("layers", None, "Message passing rounds."),
-}
 program.require_at_least(1, *(TRAINING_FLAGS[name] for name in ("epochs", "batch_size", "configs_per_graph",
-                                                                  "patience")),
-                          MODEL_FLAGS["units"], MODEL_FLAGS["layers"])
+                                                                  "patience")))
 program.check_flag(TRAINING_FLAGS["loss"], lambda spec: spec is None or losses.parse_loss_spec(spec))
 program.check_flag(TRAINING_FLAGS["learning_rate"], lambda value: value is None or learning_rate.check(value))
 program.check_flag(TRAINING_FLAGS["weight_average"], lambda value: value is None or weight_average.check(value))
@@ -70,24 +65,66 @@ def given(holders: dict) -> dict:
   return {name: holder.value for name, holder in holders.items() if holder.value is not None}
 
 
+def _define(field: dataclasses.Field, kind: type) -> flags.FlagHolder:
+  """The override flag of one settings field (experiments.setting): its type from the field's."""
+  name, help_text, choices = field.name, field.metadata["help"], field.metadata["choices"]
+  if kind is bool:
+    return flags.DEFINE_bool(name, None, help_text)
+  if kind is int:
+    holder = flags.DEFINE_integer(name, None, help_text)
+    if field.metadata["at_least"] is not None:
+      program.require_at_least(field.metadata["at_least"], holder)
+    return holder
+  if kind is float:
+    return flags.DEFINE_float(name, None, help_text)
+  if kind is tuple:
+    holder = flags.DEFINE_list(name, None, help_text)
+    flags.register_validator(holder, lambda names: names is None or set(names) <= set(choices),
+                             f"{name.replace('_', ' ')} must be among {', '.join(choices)}")
+    return holder
+  if choices:
+    return flags.DEFINE_enum(name, None, choices, help_text)
+  return flags.DEFINE_string(name, None, help_text)
+
+
+def model_flags(settings_class: type) -> dict[str, flags.FlagHolder]:
+  """Defines one override flag per field of a model settings class (experiments.TileSettings,
+  LayoutSettings) and returns them, field name -> flag; call it once, at import, in the program."""
+  types = typing.get_type_hints(settings_class)
+  holders = {}
+  for field in dataclasses.fields(settings_class):
+    kind = types[field.name]
+    kind = typing.get_origin(kind) or kind  # tuple[str, ...] -> tuple
+    if kind is typing.Union:  # Optional[int] -> int
+      kind = next(arg for arg in typing.get_args(types[field.name]) if arg is not type(None))
+    holders[field.name] = _define(field, kind)
+  return holders
+
+
+def model_overrides(settings_class: type, holders: dict[str, flags.FlagHolder]) -> dict:
+  """The settings the flags of model_flags set, as the settings class holds them (-1 for
+  prune_hops is None: experiments.from_flag_value)."""
+  return {name: experiments.from_flag_value(settings_class, name, value) for name, value in given(holders).items()}
+
+
 def train(collection: str, default_experiment: str, out_dir: Optional[str], training: Optional[dict] = None,
           model: Optional[dict] = None) -> dict:
   """Trains `collection` with --experiment (else `default_experiment`) overridden by the shared flags
-  and the program's own `training` / `model` overrides; prints a summary and returns metrics.json."""
+  and the program's own `training` / `model` overrides (model_overrides); prints a summary and
+  returns metrics.json."""
   # Before any TensorFlow op (conversion runs some): a multi-worker strategy configures the runtime.
   strategy = strategies.choose_strategy(TPU.value)
   experiment = experiments.experiment(EXPERIMENT.value or default_experiment, collection).overridden(
-      training={**given(TRAINING_FLAGS), **(training or {})}, model={**given(MODEL_FLAGS), **(model or {})})
+      training={**given(TRAINING_FLAGS), **(training or {})}, model=model)
   out_dir = storage.as_path(out_dir)  # pathlib would mangle a URL (gs://b/run -> gs:/b/run)
-  planned = run_experiment.planned_memory(experiment, DATA_ROOT.value)
-  sizes = None  # the layout manifest, read once for the plan and the model's segment length
+  planned = run_experiment.planned_memory(experiment, DATA_ROOT.value)  # made once, for the check and the model
   if planned:
     sizes, plan = planned
     print(plan.summary(), flush=True)
     memory_plan.check(sizes, plan, None if MEMORY_LIMIT_GB.value is None else MEMORY_LIMIT_GB.value * memory_plan.GIB)
   print(f"{collection}: {run_experiment.progress_line(experiment, out_dir)} -> {out_dir}", flush=True)
   result = run_experiment.train(experiment, DATA_ROOT.value, out_dir, records_dir=RECORDS_DIR.value, strategy=strategy,
-                             exporters=[run_export.export_to_run_directory], sizes=sizes)
+                             exporters=[run_export.export_to_run_directory], planned=planned)
   print(json.dumps({"best_epoch": result["best_epoch"], "epochs_run": result["epochs_run"],
                     "valid": result["valid"]["mean"]}, indent=1))
   unmeasured = result["valid"].get("unmeasured", [])

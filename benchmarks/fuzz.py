@@ -14,7 +14,7 @@ UndefinedBehaviorSanitizer):
   (native/hlo, native/library/rank_module.cc), with a stand-in score function;
 * tile_library, layout_library: tpu_graphs_score_tile / tpu_graphs_score_layout and
   tpu_graphs_rank_module of compiled model libraries (small untrained models,
-  tpu_graphs/export/untrained.py, compiled by native_library.py and linked again instrumented).
+  benchmarks/untrained.py, compiled by aot/native_library.py and linked again instrumented).
 
 Each target runs for --minutes or --runs executions, whichever comes first, under `nice -n 19`,
 with libFuzzer's memory limits (--rss_limit_mb, --malloc_limit_mb) and a per-input --timeout; a
@@ -65,7 +65,7 @@ INSTRUMENTED = ["-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=fuzzer-no-li
                 "-fno-sanitize-recover=all"]
 # The fuzzer binaries; -rdynamic exports libFuzzer's coverage callbacks to an instrumented model library.
 FUZZER = ["-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all", "-rdynamic"]
-# The small untrained models the library targets link (tpu_graphs/export/untrained.py).
+# The small untrained models the library targets link (benchmarks/untrained.py).
 MODELS = {"tile": ("tile:xla", {"units": 8, "layers": 1}),
           "layout": ("layout:xla:default", {"units": 8, "layers": 1, "prune_hops": 1})}
 # What the compiled models depend on: a change recompiles them.
@@ -282,7 +282,8 @@ def _sources_digest() -> str:
 def _compiled_model(kind: str) -> pathlib.Path:
   """out/fuzz/models/<kind>/native/: the untrained model compiled by native_library (again only
   where its Python sources changed)."""
-  from tpu_graphs.export import native_library, untrained  # pylint: disable=g-import-not-at-top
+  from benchmarks import untrained  # pylint: disable=g-import-not-at-top
+  from tpu_graphs.export.aot import native_library  # pylint: disable=g-import-not-at-top
   folder = WORK / "models" / kind
   stamp, digest = folder / "sources.sha256", _sources_digest()
   if not (stamp.exists() and stamp.read_text() == digest):
@@ -298,7 +299,7 @@ def _compiled_model(kind: str) -> pathlib.Path:
 def _instrumented_library(kind: str) -> pathlib.Path:
   """The model's library linked again from its compiled buckets with the library's sources and the
   featurizer instrumented: out/fuzz/build/<kind>/libtpu_graphs_model.so."""
-  from tpu_graphs.export import native_library  # pylint: disable=g-import-not-at-top
+  from tpu_graphs.export.aot import native_library  # pylint: disable=g-import-not-at-top
   archive = WORK / "build" / "libtpu_graphs_featurizer.a"
   archive.unlink(missing_ok=True)
   _run(["ar", "rcs", archive, *_featurizer_objects()], "archiving the instrumented featurizer")

@@ -53,7 +53,7 @@ CORE_TESTS = {
     "tpu_graphs/data/predictions.py": ["tests/test_predictions.py", "tests/test_submission.py"],
     "tpu_graphs/train/metrics.py": ["tests/test_metrics.py"],
     "tpu_graphs/train/losses.py": ["tests/test_losses.py"],
-    "tpu_graphs/export/submission.py": ["tests/test_submission.py"],
+    "baselines/submission.py": ["tests/test_submission.py"],
     "tpu_graphs/hlo/features.py": ["tests/test_features.py", "tests/test_feature_spec.py", "tests/test_featurize.py"],
     "tpu_graphs/hlo/candidates.py": ["tests/test_candidate_configs.py"],
     "tpu_graphs/models/layout_preprocessing.py": ["tests/test_layout_preprocessing.py", "-k", "pruning"],
@@ -114,10 +114,12 @@ def current_entries(journal: pathlib.Path) -> list[dict]:
   now = {module: fingerprint(module, _read_checkout) for module in CORE_TESTS}
   latest = {}
   for entry in entries:
+    if entry["module"] not in now:  # a module no longer core, or core under another path since
+      continue
     ran = entry.get("fingerprint")
     if ran is None and "with uncommitted changes" not in entry["commit"]:  # entries written before fingerprints
       ran = fingerprint(entry["module"], _read_at(entry["commit"]))
-    if entry["module"] in now and ran == now[entry["module"]]:
+    if ran == now[entry["module"]]:
       latest[entry["module"]] = entry
   return list(latest.values())
 

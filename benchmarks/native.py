@@ -29,7 +29,7 @@
 Per call: the median over --calls (tile) or --layout_calls calls after a first, warm-up call. Each
 way runs in a fresh process (the Python SavedModel: this script with --measure; the others:
 bazel-bin/native/tools/rank --repeat), whose peak RSS (VmHWM) is its own. Models are untrained
-(tpu_graphs/export/untrained.py; cost does not depend on the weights): tile models of the
+(benchmarks/untrained.py; cost does not depend on the weights): tile models of the
 baselines' default size (64 units, 3 layers) and of `--experiment smallest` (16 units, 1 layer),
 a layout model of the default size pruning to configurable ops (prune_hops 0, the default).
 """
@@ -47,8 +47,9 @@ from absl import flags
 from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
 from benchmarks import benchmark_results
+from benchmarks import untrained
 from tpu_graphs.data import locations
-from tpu_graphs.export import static_shapes, untrained
+from tpu_graphs.export.aot import tile_shapes
 from tpu_graphs.train import experiments
 
 TILE_GRAPH = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 807 configs
@@ -182,7 +183,7 @@ def measure(way: str, model: pathlib.Path, path: pathlib.Path, calls: int, envir
 def measure_tile(temporary: pathlib.Path) -> None:
   """Measures tile models every way and writes --out."""
   import numpy as np
-  from tpu_graphs.export import native_library
+  from tpu_graphs.export.aot import native_library
   tile_file = temporary / "npz" / "tile" / "xla" / "test" / "kernel.npz"  # the first 100 configs of TILE_GRAPH
   tile_file.parent.mkdir(parents=True)
   arrays = dict(np.load(locations.sample_path(TILE_GRAPH)))
@@ -207,7 +208,7 @@ def measure_tile(temporary: pathlib.Path) -> None:
       rows.append(f"| {size} | {name} | {measured[way]['seconds'] * 1e6:,.0f} µs | "
                   f"{measured['python']['seconds'] / measured[way]['seconds']:,.1f}× | {measured[way]['peak_mb']:,.0f} MB |")
   rows += ["", "| size | bytes |", "|---|---:|"]
-  rows += [f"| tile model library, {size}, {', '.join(native_library.CPUS)} ({len(static_shapes.TILE_BUCKETS)} "
+  rows += [f"| tile model library, {size}, {', '.join(native_library.CPUS)} ({len(tile_shapes.TILE_BUCKETS)} "
            f"buckets each, weights, XLA AOT runtime; compiled in {measured['library']['compile_s']:.0f} s) | "
            f"{measured['library']['library_bytes']:,} |" for size, measured in tile.items()]
   rows += [f"| `//native:rank` binary | {RANK.stat().st_size:,} |",
@@ -264,7 +265,7 @@ def export_previous_layout_model(temporary: pathlib.Path) -> pathlib.Path:
   """Today's layout model (--previous_commit's), untrained at its default size pruning to
   configurable ops, exported by that commit's own code."""
   tree = locations.checkout(_PREVIOUS_COMMIT.value, temporary / "previous_tree")
-  locations.run_with_tree([sys.executable, "-c", "import sys; from tpu_graphs.export import untrained; "
+  locations.run_with_tree([sys.executable, "-c", f"import sys; {untrained.IMPORT_IN_ANY_TREE}; "
                            "untrained.export_untrained('layout:xla:default', sys.argv[1], prune_hops=0)",
                            str(temporary / "previous")], tree, cwd=tree)
   return temporary / "previous" / "layout"
@@ -272,7 +273,7 @@ def export_previous_layout_model(temporary: pathlib.Path) -> pathlib.Path:
 
 def measure_layout(temporary: pathlib.Path) -> None:
   """Measures the layout models every way on both graphs and writes --layout_out."""
-  from tpu_graphs.export import native_library
+  from tpu_graphs.export.aot import native_library
   model = untrained.export_untrained("layout:xla:default", temporary / "layout", prune_hops=0,
                                      static_signatures=True)
   previous = export_previous_layout_model(temporary)
@@ -330,7 +331,7 @@ def measure_module_way(way: str, model: pathlib.Path, path: pathlib.Path, kernel
 
 def measure_module(temporary: pathlib.Path) -> None:
   """Measures module calls both ways and writes --module_out."""
-  from tpu_graphs.export import native_library
+  from tpu_graphs.export.aot import native_library
   from tpu_graphs.hlo import featurize, hlo_input, xla_dumps
   dump = xla_dumps.dump_programs(["transformer_block"], temporary / "dumps")["transformer_block"]
   layout_proto = locations.sample_path("pb/official_testdata/module_tuning_data_layout.pb")
@@ -378,7 +379,7 @@ def main(argv):
     seconds = python_median_call(_MODEL.value, _MEASURE.value, _CALLS.value)
     print(json.dumps({"seconds": seconds, "peak_mb": peak_rss_mb()}))
     return
-  from tpu_graphs.export import native_library
+  from tpu_graphs.export.aot import native_library
   unknown = set(_KINDS.value) - {"tile", "layout", "module"}
   if unknown:
     raise SystemExit(f"--kinds: unknown {sorted(unknown)}; known: tile, layout, module")

@@ -32,8 +32,8 @@ from absl import flags
 from baselines import program  # first: it quiets TensorFlow, which must happen before TensorFlow loads
 
 from benchmarks import benchmark_results
+from benchmarks import untrained
 from tpu_graphs.data import locations
-from tpu_graphs.export import untrained
 from tpu_graphs.train import experiments
 
 # Inside the sample folder (locations.sample_dir()).
@@ -124,7 +124,7 @@ def main(argv):
     previous = None
     if _PREVIOUS_COMMIT.value and not _LAYOUT_MODEL.value:
       tree = locations.checkout(_PREVIOUS_COMMIT.value, pathlib.Path(temporary) / "previous_tree")
-      locations.run_with_tree([sys.executable, "-c", "import sys; from tpu_graphs.export import untrained; "
+      locations.run_with_tree([sys.executable, "-c", f"import sys; {untrained.IMPORT_IN_ANY_TREE}; "
                                "untrained.export_untrained('layout:xla:default', sys.argv[1], prune_hops=int(sys.argv[2]))",
                                str(pathlib.Path(temporary) / "previous"), str(_PRUNE_HOPS.value)], tree, cwd=tree)
       previous = _measured("layout", pathlib.Path(temporary) / "previous" / "layout", extra)

@@ -30,7 +30,7 @@ from baselines import program  # first: it quiets TensorFlow, which must happen 
 import tensorflow as tf  # pylint: disable=g-bad-import-order
 
 from benchmarks import benchmark_results
-from tpu_graphs.data import config_dedup, convert, errors, locations, npz, records
+from tpu_graphs.data import config_dedup, convert, errors, graphs, locations, npz, records
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import experiments, inputs, padding, run_experiment, scoring, tasks, trainer, weight_average
 
@@ -79,7 +79,7 @@ def _model(spec, statistics=None):
 
 def _task() -> tasks.LayoutTask:
   """The layout task; it prunes each graph once as it is read (not the model, once per chunk)."""
-  return tasks.LayoutTask(prune_hops=_PRUNE_HOPS.value if _PRUNE_HOPS.value >= 0 else None)
+  return tasks.LayoutTask(experiments.from_flag_value(experiments.LayoutSettings, "prune_hops", _PRUNE_HOPS.value))
 
 
 def score() -> None:
@@ -146,7 +146,8 @@ def steps() -> None:
     if _JIT_COMPILE.value:
       static_padding = padding.Padding.fitting(training_inputs.sampled_graphs(0), training["batch_size"])
     spec = training_inputs.graph_spec(1, static_padding).relax(num_components=True, num_nodes=True, num_edges=True)
-    scorer = experiment.model.model_builder(run_experiment.data_derived(experiment, locations.EMBEDDED_NPZ))(spec)
+    scorer = experiment.model.model_builder(run_experiment.data_derived(
+        experiment, graphs.collection_directory(locations.EMBEDDED_NPZ, experiment.collection)))(spec)
     average = weight_average.averaging(scorer.trainable_variables, training.get("weight_average", 0.0))
     model = trainer.RankingModel(scorer, task, training["configs_per_graph"], average)  # as the trainer's step
     model.compile(optimizer=tf.keras.optimizers.Adam(training["learning_rate"]), loss=task.loss(training["loss"]),

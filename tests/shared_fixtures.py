@@ -85,7 +85,7 @@ def _build_tile_run(root: pathlib.Path) -> None:
 
 
 def _build_layout_export(root: pathlib.Path) -> None:
-  from tpu_graphs.export import untrained  # pylint: disable=g-import-not-at-top: TensorFlow only where needed
+  from benchmarks import untrained  # pylint: disable=g-import-not-at-top: TensorFlow only where needed
   exported = untrained.export_untrained("layout:xla:default", root, units=16, layers=2, prune_hops=1,
                                         static_signatures=True)
   exported.rename(root / "export")
@@ -94,7 +94,7 @@ def _build_layout_export(root: pathlib.Path) -> None:
 def _compile_library(root: pathlib.Path, export_dir: pathlib.Path, runtime_dir: pathlib.Path,
                      cpus: tuple[str, ...] | None) -> None:
   """Compiles the model library into export_dir for `cpus` (None: every level)."""
-  from tpu_graphs.export import native_library  # pylint: disable=g-import-not-at-top
+  from tpu_graphs.export.aot import native_library  # pylint: disable=g-import-not-at-top
   native_library.compile_model_library(export_dir, runtime_dir, cpus=cpus or tuple(native_library.CPUS))
   if export_dir != root / "export":
     export_dir.rename(root / "export")

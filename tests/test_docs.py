@@ -42,6 +42,7 @@ import sys
 import pytest
 
 from tpu_graphs.data import locations
+from tpu_graphs.train import experiments
 
 REPOSITORY = locations.REPOSITORY
 RUN_SECONDS = 300  # a guard against a hang on a loaded machine; blocks take seconds to a minute
@@ -57,6 +58,8 @@ AFTER = re.compile(r"<!--\s*doc-test:\s*after\s+(\S+?)\s*-->")
 # A program of the repository called in a command, with what follows it on the line.
 PROGRAM_CALL = re.compile(r"(?:^|\s)(?:\S*python3?\s+)(?P<program>(?:baselines|benchmarks)/\w+\.py)(?P<arguments>.*)")
 FLAG_DEFINITION = re.compile(r"DEFINE_\w+\(\s*[\"'](\w+)[\"']")
+# The flags training_flags.model_flags makes of a settings class, one per field.
+MODEL_FLAGS_DEFINITION = re.compile(r"model_flags\(experiments\.(\w+)\)")
 ABSL_FLAGS = {"help", "helpfull", "helpshort", "helpxml", "flagfile", "verbosity", "v", "logtostderr",
               "alsologtostderr", "log_dir", "stderrthreshold"}
 # The first line of an untagged code block that is really a command.
@@ -301,14 +304,16 @@ def result_command_problems(results_dir: pathlib.Path) -> list[str]:
 
 def defined_flags(program: pathlib.Path) -> set[str]:
   """The flags `program` accepts: its own absl definitions, those of the shared modules of
-  baselines/ it imports (`from baselines import training_flags`: the training programs' flags), and
-  absl's own."""
+  baselines/ it imports (`from baselines import training_flags`: the training programs' flags), one
+  per field of a settings class it makes flags of (training_flags.model_flags), and absl's own."""
   text = program.read_text()
   shared = [REPOSITORY / "baselines" / f"{name}.py"
             for names in re.findall(r"^from baselines import ([\w, ]+)", text, flags=re.MULTILINE)
             for name in re.findall(r"\w+", names)]
   sources = [text, *(path.read_text() for path in shared if path.is_file())]
-  return ABSL_FLAGS | {name for source in sources for name in FLAG_DEFINITION.findall(source)}
+  settings = [field.name for source in sources for name in MODEL_FLAGS_DEFINITION.findall(source)
+              for field in dataclasses.fields(getattr(experiments, name))]
+  return ABSL_FLAGS | set(settings) | {name for source in sources for name in FLAG_DEFINITION.findall(source)}
 
 
 def flag_problems(document: pathlib.Path) -> list[str]:

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tpu_graphs.data import errors, graphs, records
-from tpu_graphs.models import layout_model
+from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import experiments, tasks
 
 
@@ -57,7 +57,7 @@ def test_tile_program_default_is_the_tile_trainer_default():
 
 def test_layout_task_prunes_as_its_settings_say():
   experiment = experiments.experiment("layout", "layout:xla:default").overridden(model={"prune_hops": 2})
-  assert experiment.task().settings() == {"prune_hops": 2}
+  assert experiment.task().structure_transform == layout_preprocessing.Pruning(2)
 
 
 def test_overrides_replace_only_what_they_name():
@@ -66,6 +66,13 @@ def test_overrides_replace_only_what_they_name():
   assert changed.training == {**recipe.training, "epochs": 3}
   assert changed.model.units == 16 and changed.model.dedup and changed.model.backbone == "residual_gcn"
   assert recipe.training["epochs"] == 10 and recipe.model.units == 64
+
+
+def test_no_pruning_is_none_in_the_settings_and_minus_one_on_the_flag():
+  assert experiments.from_flag_value(experiments.LayoutSettings, "prune_hops", -1) is None
+  assert experiments.from_flag_value(experiments.LayoutSettings, "prune_hops", 0) == 0
+  assert experiments.flag_value(experiments.LayoutSettings, "prune_hops", None) == -1
+  assert experiments.from_flag_value(experiments.LayoutSettings, "config_encodings", ["costs"]) == ("costs",)
 
 
 def test_an_override_the_kind_does_not_have_is_refused():

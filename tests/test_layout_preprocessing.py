@@ -126,11 +126,11 @@ def test_pruning_a_merged_batch_prunes_each_graph_alone(tmp_path):
 
 
 def test_a_pruning_setting_cannot_change_once_made():
-  # The export reads `hops` to prune the host's graphs as training did: the transform a task holds
+  # The export reads `prune_hops` to prune the host's graphs as training did: the transform a task holds
   # must keep the setting it was made with, and equal settings are one value (hashable, equal).
   pruning = layout_preprocessing.Pruning(2)
   with pytest.raises(dataclasses.FrozenInstanceError):
-    pruning.hops = 3
+    pruning.prune_hops = 3
   assert pruning == layout_preprocessing.Pruning(2) and hash(pruning) == hash(layout_preprocessing.Pruning(2))
 
 

@@ -33,7 +33,9 @@ import malformed_modules
 import sample_data
 import shared_fixtures
 from tpu_graphs.data import errors, graphs, locations, npz
-from tpu_graphs.export import native_library, ranker, saved_model, static_layout, static_shapes, untrained
+from benchmarks import untrained
+from tpu_graphs.export import ranker, saved_model
+from tpu_graphs.export.aot import layout_shapes, native_library, signatures, tile_shapes
 from tpu_graphs.hlo import tuning_pb2, xla_dumps
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import run_directory
@@ -107,7 +109,7 @@ def test_compiled_tile_library_ranks_as_the_python_saved_model_with_and_without_
   halves while the caller runs the kernel's half (a real kernel of many chunks of 128 configs)."""
   path = sample_data.require_sample(REAL_TILE_FILES[2])
   graph = npz.read_graph(path)
-  assert graph.config_feat.shape[0] > 4 * static_shapes.CONFIGS_PER_CALL
+  assert graph.config_feat.shape[0] > 4 * tile_shapes.CONFIGS_PER_CALL
   result = _rank("aot", tile_export, path, tmp_path / "best.json", {"TPU_GRAPHS_NUM_THREADS": threads})
   assert result.returncode == 0, result.stderr
   _assert_same_ranking(tmp_path / "best.json", graph, _python_scores(tile_export, graph))
@@ -155,7 +157,7 @@ def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(t
   assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
                       "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
-  assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.SPLIT_TILE_BUCKETS]
+  assert [b["signature"] for b in compiled] == [b.signature_name for b in tile_shapes.SPLIT_TILE_BUCKETS]
 
 
 def test_an_early_join_model_compiles_in_whole_buckets_and_ranks_as_its_saved_model(tmp_path):
@@ -163,14 +165,14 @@ def test_an_early_join_model_compiles_in_whole_buckets_and_ranks_as_its_saved_mo
   tf.keras.utils.set_random_seed(0)
   scorer = tile_model.build_tile_model(saved_model.model_input_spec("tile"), "early", units=8, num_layers=1)
   export_dir = tmp_path / "export"
-  saved_model.export(scorer, "tile", export_dir, static_signatures=True)
+  saved_model.export(scorer, "tile", export_dir, static_functions=signatures.static_functions)
   steps = []
   native_library.compile_model_library(export_dir, bazel_outputs.built("native/libxla_aot_runtime.a").parent,
                                        cpus=["x86-64"], progress=lambda *step: steps.append(step))
-  assert steps == [(1, 3, f"tfcompile {len(static_shapes.TILE_BUCKETS)} bucket(s), 1 CPU level(s)"), (2, 3, "link"),
+  assert steps == [(1, 3, f"tfcompile {len(tile_shapes.TILE_BUCKETS)} bucket(s), 1 CPU level(s)"), (2, 3, "link"),
                    (3, 3, "linked")]  # what compile_native.py's progress bar shows
   compiled = json.loads((export_dir / "native" / "buckets.json").read_text())["buckets"]
-  assert [b["signature"] for b in compiled] == [b.signature_name for b in static_shapes.TILE_BUCKETS]
+  assert [b["signature"] for b in compiled] == [b.signature_name for b in tile_shapes.TILE_BUCKETS]
   path = sample_data.require_sample(REAL_TILE_FILES[0])
   result = _rank("aot", export_dir, path, tmp_path / "best.json")
   assert result.returncode == 0, result.stderr
@@ -256,7 +258,7 @@ def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout
                       "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
-      b.signature_name for b in static_layout.layout_buckets(1)]
+      b.signature_name for b in layout_shapes.layout_buckets(1)]
   assert compiled["cpus"] == list(native_library.CPUS)
 
 
@@ -278,8 +280,8 @@ def _layout_file(folder: pathlib.Path, nodes: int = 6, configurable=(1, 3), **re
   return path
 
 
-_LARGEST_NODES, _, _LARGEST_CONFIGURABLE, _ = static_layout.LAYOUT_SIZES[-1]
-_HUB_EDGES = static_layout.NEIGHBOUR_SLOTS + 1  # more edges than a neighbour table's row holds: a hub
+_LARGEST_NODES, _, _LARGEST_CONFIGURABLE, _ = layout_shapes.LAYOUT_SIZES[-1]
+_HUB_EDGES = layout_shapes.NEIGHBOUR_SLOTS + 1  # more edges than a neighbour table's row holds: a hub
 
 
 def _fan_outs(producers: int) -> np.ndarray:
@@ -300,10 +302,10 @@ def _fan_outs(producers: int) -> np.ndarray:
     ({"node_config_ids": np.array([3, 3])}, "node_config_ids lists op 3 more than once"),
     ({"edge_index": np.array([[1, 0], [0, 1]])}, "edge_index has a cycle"),
     ({"edge_index": np.array([[1, 0], [6, 2]])}, "edge_index row 1 names op 6, outside [0, 6)"),
-    ({"nodes": (static_layout.HUB_ROWS + 1) * (_HUB_EDGES + 1), "configurable": np.arange(static_layout.HUB_ROWS + 1),
-      "edge_index": _fan_outs(static_layout.HUB_ROWS + 1)},
-     f"the pruned graph has {static_layout.HUB_ROWS + 1} ops with more than {static_layout.NEIGHBOUR_SLOTS} consumers "
-     f"each; this model was compiled for at most {static_layout.HUB_ROWS} such ops"),
+    ({"nodes": (layout_shapes.HUB_ROWS + 1) * (_HUB_EDGES + 1), "configurable": np.arange(layout_shapes.HUB_ROWS + 1),
+      "edge_index": _fan_outs(layout_shapes.HUB_ROWS + 1)},
+     f"the pruned graph has {layout_shapes.HUB_ROWS + 1} ops with more than {layout_shapes.NEIGHBOUR_SLOTS} consumers "
+     f"each; this model was compiled for at most {layout_shapes.HUB_ROWS} such ops"),
 ])
 def test_compiled_layout_library_refuses_bad_input_naming_the_problem(layout_library, tmp_path, replaced, message):
   path = _layout_file(tmp_path, **replaced)
@@ -397,7 +399,7 @@ def test_flags_are_spelled_as_the_python_programs_and_mistakes_get_their_message
 
 
 def test_kernel_of_the_largest_bucket_is_scored_as_the_python_saved_model(tile_export, tmp_path):
-  largest = static_shapes.TILE_BUCKETS[-1]
+  largest = tile_shapes.TILE_BUCKETS[-1]
   path = _tile_file(tmp_path, nodes=largest.nodes, config_feat=np.random.default_rng(0).integers(
       1, 64, [300, graphs.TILE_CONFIG_FEATURE_WIDTH]).astype(np.float32))
   result = _rank("aot", tile_export, path, tmp_path / "best.json")

@@ -22,7 +22,7 @@ def test_written_rows_read_back_in_the_order_written(tmp_path):
 
 
 def test_a_prediction_is_a_value():
-  # Frozen: a row validated (export/submission.py) is the row written; and hashable, as a value is.
+  # Frozen: a row validated (baselines/submission.py) is the row written; and hashable, as a value is.
   prediction = predictions.Prediction("tile:xla", "a", (1, 0))
   assert {prediction, predictions.Prediction("tile:xla", "a", (1, 0))} == {prediction}
   with pytest.raises(AttributeError):

@@ -1,5 +1,6 @@
 """The program edge: expected failures become one line naming the file; flags are checked as parsed."""
 
+import dataclasses
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ import program_modules
 from baselines import program
 from tpu_graphs.data import graphs, locations, npz, storage
 from tpu_graphs.export import saved_model
+from tpu_graphs.train import experiments
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = """
@@ -196,12 +198,15 @@ def test_tensorflow_logs_and_warnings_are_silenced_unless_verbosity_asks(tmp_pat
 SHARED_TRAINING_FLAGS = ("--data_root", "--epochs", "--experiment", "--out_dir", "--batch_size", "--seed")
 
 
-@pytest.mark.parametrize("program", ["tiles_train.py", "layout_train.py"])
-def test_help_lists_the_shared_training_flags_and_nothing_of_tensorflow(program):
+@pytest.mark.parametrize("program, settings", [("tiles_train.py", experiments.TileSettings),
+                                               ("layout_train.py", experiments.LayoutSettings)])
+def test_help_lists_the_shared_training_flags_a_flag_per_model_setting_and_nothing_of_tensorflow(program, settings):
   completed = _run(REPO / "baselines" / program, "--help")  # absl ends --help with status 1
   assert "\nflags:\n" in completed.stdout, completed.stderr[-2000:]
   flag_lines = completed.stdout.split("\nflags:\n", 1)[1]
   assert [flag for flag in SHARED_TRAINING_FLAGS if f"  {flag}:" not in flag_lines] == []
+  assert [f.name for f in dataclasses.fields(settings)
+          if f"  --{f.name}:" not in flag_lines and f"  --[no]{f.name}:" not in flag_lines] == []
   sections = [line[:-1] for line in flag_lines.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
   assert len(sections) == 1 and sections[0].endswith(f"baselines/{program}")  # none from tensorflow.* modules
   assert "tensorflow" not in flag_lines.lower() and "--helpfull" in completed.stdout

@@ -15,8 +15,10 @@ import pytest
 
 import hang_guard
 import program_modules
+from baselines import submission
 from tpu_graphs.data import graphs, locations, npz, predictions
-from tpu_graphs.export import native_library, ranker, saved_model, submission
+from tpu_graphs.export import ranker, saved_model
+from tpu_graphs.export.aot import native_library, signatures
 from tpu_graphs.train import experiments, run_experiment
 
 QUICKSTART = pathlib.Path(__file__).resolve().parents[1] / "baselines" / "quickstart.py"
@@ -214,7 +216,7 @@ def test_a_run_exported_again_with_static_signatures_scores_as_its_export(out_di
   """What compile_native.py compiles from a run: its best model rebuilt from config.json, with the
   static signatures its export leaves out."""
   run_dir = out_dir / "runs" / RUNS[collection]
-  saved_model.export_run(run_dir, tmp_path / "static", static_signatures=True)
+  saved_model.export_run(run_dir, tmp_path / "static", signatures.static_functions)
   assert native_library.static_buckets(tmp_path / "static") and not native_library.static_buckets(
       run_dir / saved_model.EXPORT_DIR_NAME)
   graph = npz.read_graph(sorted((locations.EMBEDDED_NPZ / pathlib.Path(*collection.split(":")) / "valid").glob("*.npz"))[0])

@@ -21,5 +21,12 @@ def test_resuming_a_run_configured_otherwise_is_refused_naming_each_difference(t
     run_directory.check_resumable(tmp_path, recorded)
 
 
+def test_a_run_recorded_with_task_settings_by_an_older_version_still_resumes(tmp_path):
+  # Older versions wrote the model's prune_hops a second time, as task_settings; it is no longer written.
+  wanted = {"epochs": 3, "model": {"prune_hops": 0}}
+  (tmp_path / "config.json").write_text(json.dumps({**wanted, "task_settings": {"prune_hops": 0}}))
+  run_directory.check_resumable(tmp_path, wanted)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

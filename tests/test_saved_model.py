@@ -17,7 +17,8 @@ import tensorflow as tf
 import sample_data
 import tile_test_data
 from tpu_graphs.data import graphs, locations, npz, records
-from tpu_graphs.export import run_export, saved_model, static_layout, static_shapes
+from tpu_graphs.export import run_export, saved_model
+from tpu_graphs.export.aot import layout_shapes, signatures, tile_shapes
 from tpu_graphs.models import layout_model, tile_model
 from tpu_graphs.train import experiments, run_directory, run_experiment, tasks, trainer
 
@@ -57,7 +58,7 @@ def tile_export(tile_run):
 def tile_static_export(tile_run, tmp_path_factory):
   """The tile run's trained scorer exported with the static signatures, loaded."""
   export_dir = tmp_path_factory.mktemp("tile_static") / "export"
-  saved_model.export(tile_run[1], "tile", export_dir, static_signatures=True)
+  saved_model.export(tile_run[1], "tile", export_dir, static_functions=signatures.static_functions)
   return tf.saved_model.load(str(export_dir))
 
 
@@ -80,9 +81,9 @@ def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_on
   loaded = tile_export
   assert set(loaded.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE}
   assert set(tile_static_export.signatures) == {saved_model.PLAIN_SIGNATURE, saved_model.EXAMPLES_SIGNATURE,
-                                                *(bucket.signature_name for bucket in static_shapes.SPLIT_TILE_BUCKETS),
-                                                static_shapes.SPLIT_TILE_BUCKETS[0].configs_signature_name,
-                                                static_shapes.SPLIT_TILE_BUCKETS[0].join_signature_name}
+                                                *(bucket.signature_name for bucket in tile_shapes.SPLIT_TILE_BUCKETS),
+                                                tile_shapes.SPLIT_TILE_BUCKETS[0].configs_signature_name,
+                                                tile_shapes.SPLIT_TILE_BUCKETS[0].join_signature_name}
   inputs = loaded.signatures[saved_model.PLAIN_SIGNATURE].structured_input_signature[1]
   assert {name: spec.dtype for name, spec in inputs.items()} == {
       "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
@@ -94,9 +95,9 @@ def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_fill
   rng = np.random.default_rng(0)
   for relative in REAL_TILE_FILES:
     graph = npz.read_graph(sample_data.require_sample(relative))
-    configs = min(graph.config_feat.shape[0], static_shapes.CONFIGS_PER_CALL)
+    configs = min(graph.config_feat.shape[0], tile_shapes.CONFIGS_PER_CALL)
     nodes, edges = graph.node_feat.shape[0], graph.edge_index.shape[0]
-    bucket = next(b for b in static_shapes.SPLIT_TILE_BUCKETS if nodes <= b.nodes and edges <= b.edges)
+    bucket = next(b for b in tile_shapes.SPLIT_TILE_BUCKETS if nodes <= b.nodes and edges <= b.edges)
     padded = {  # filler rows of noise and edges naming real ops: the real component must not read them
         "node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
         "node_opcode": rng.integers(0, 256, [bucket.nodes]).astype(np.uint8),
@@ -299,7 +300,7 @@ def pruning_layout_run(tmp_path_factory):
                                        config_units=8)
   task = tasks.LayoutTask(prune_hops=1)
   export_dir = tmp_path_factory.mktemp("pruning_layout_run") / "export"
-  saved_model.export(scorer, "layout", export_dir, task.structure_transform, static_signatures=True)
+  saved_model.export(scorer, "layout", export_dir, task.structure_transform, signatures.static_functions)
   return graph, scorer, task, export_dir, tf.saved_model.load(str(export_dir))
 
 
@@ -323,14 +324,14 @@ def test_layout_model_exports_with_pruning_inside_and_serves_both_signatures(pru
         node_config_feat=tf.constant(graph.node_config_feat))
 
 
-def _row_states(loaded, bucket: static_layout.LayoutBucket, node_config_feat: np.ndarray, slot_ops: np.ndarray,
+def _row_states(loaded, bucket: layout_shapes.LayoutBucket, node_config_feat: np.ndarray, slot_ops: np.ndarray,
                 structure: dict) -> np.ndarray:
   """(C, K, units) the rows signature's state of every config row of node_config_feat (C, K, 18),
   slot k's op being slot_ops[k], ROWS_PER_CALL rows a call (the host's work; it calls it once per
   distinct row)."""
   rows = node_config_feat.reshape(-1, graphs.LAYOUT_CONFIG_FEATURE_WIDTH)
   ops = np.tile(slot_ops, node_config_feat.shape[0])
-  size = static_layout.ROWS_PER_CALL
+  size = layout_shapes.ROWS_PER_CALL
   states = []
   for start in range(0, len(rows), size):
     batch = np.minimum(np.arange(start, start + size), len(rows) - 1)
@@ -353,9 +354,9 @@ def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_
   edge_index = np.stack([feeds.target.numpy(), feeds.source.numpy()], 1)
   node_config_ids = np.argsort(np.where(slots >= 0, slots, slots.size))[:graph.node_config_ids.size]
   nodes, edges, configurable = len(slots), len(edge_index), len(node_config_ids)
-  buckets = sorted(filter(None, map(static_layout.LayoutBucket.from_signature_name, loaded.signatures)),
+  buckets = sorted(filter(None, map(layout_shapes.LayoutBucket.from_signature_name, loaded.signatures)),
                    key=lambda bucket: bucket.nodes)
-  assert [b.hops for b in buckets] == [1] * len(static_layout.LAYOUT_SIZES)
+  assert [b.prune_hops for b in buckets] == [1] * len(layout_shapes.LAYOUT_SIZES)
   bucket = next(b for b in buckets if nodes <= b.nodes and edges <= b.edges)
   configs = bucket.configs - 3  # fewer than a chunk holds
   rng = np.random.default_rng(0)
@@ -370,7 +371,7 @@ def test_static_layout_signatures_score_the_pruned_graph_as_the_plain_signature_
       "node_opcode": padded(op["opcode"].numpy().astype(np.uint8),
                             rng.integers(0, 256, [bucket.nodes]).astype(np.uint8)),
       "edge_index": padded(edge_index, rng.integers(0, nodes, [bucket.edges, 2])),
-      **static_layout.neighbour_tables(bucket, edge_index),
+      **layout_shapes.neighbour_tables(bucket, edge_index),
       "num_nodes": np.int32(nodes), "num_edges": np.int32(edges)}
   context = loaded.signatures[bucket.context_signature_name](**structure)["context"]
   op_slot = rng.integers(-5, bucket.configurable + 5, [bucket.nodes]).astype(np.int32)  # filler ops: noise

@@ -11,8 +11,8 @@ import pytest
 
 import sample_data
 import tile_test_data
+from baselines import submission
 from tpu_graphs.data import npz, predictions
-from tpu_graphs.export import submission
 
 TILE_IDS = {"0a1c5dcfa9f1f4ebcc1282a1d1ca8ecb": 32, "0a3585c3e686065389227fa374175e48": 1282,
             "0a8a2b247d7a20b9dcab1daf50066a4d": 807, "0abaea94d7b0a1c1f1b0bd23b73ce38c": 52,

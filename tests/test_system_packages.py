@@ -16,9 +16,9 @@ import subprocess
 
 import pytest
 
-from tpu_graphs.export import native_library
-from tpu_graphs.export import static_layout
-from tpu_graphs.export import static_shapes
+from tpu_graphs.export.aot import layout_shapes
+from tpu_graphs.export.aot import native_library
+from tpu_graphs.export.aot import tile_shapes
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE_LIST = REPO / "scripts/system_packages.txt"
@@ -177,13 +177,13 @@ def _tools_used() -> dict[str, set[str]]:
   for where, text in doc_blocks("sh"):
     for line in doc_command_lines(text):
       pairs += [(where, program) for program in shell_programs(line) if "/" not in program]
-  pairs += [("tpu_graphs/export/native_library.py", _model_library_link_command(kind)[0]) for kind in ("tile", "layout")]
+  pairs += [("tpu_graphs/export/aot/native_library.py", _model_library_link_command(kind)[0]) for kind in ("tile", "layout")]
   return _collect((where, tool) for where, tool in pairs if tool not in ESSENTIAL | SHELL_KEYWORDS)
 
 
 def _model_library_link_command(kind: str) -> list[str]:
-  bucket = (static_layout.LayoutBucket(hops=0, nodes=64, edges=128, configurable=8, configs=64) if kind == "layout"
-            else static_shapes.Bucket(nodes=16, edges=32, configs=128, split=True))
+  bucket = (layout_shapes.LayoutBucket(prune_hops=0, nodes=64, edges=128, configurable=8, configs=64) if kind == "layout"
+            else tile_shapes.TileBucket(nodes=16, edges=32, configs=128, split=True))
   scratch = pathlib.Path("/scratch")
   return native_library.link_command(scratch, scratch / "aot", [bucket], ["x86-64-v3"], scratch / "runtime.a",
                                      scratch / "featurizer.a", scratch / "include", scratch / "out.so")

@@ -1,8 +1,8 @@
 // The layout half of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
-// one layout model: per size bucket (tpu_graphs/export/static_layout.py) a context class (the op
+// one layout model: per size bucket (tpu_graphs/export/aot/layout_shapes.py) a context class (the op
 // states no config changes) and a chunk class (scores of C configs given the context and their
 // config rows' states), and one rows class (the states of config rows), each compiled for several
-// CPU levels. Compiled per model by tpu_graphs/export/native_library.py, which generates
+// CPU levels. Compiled per model by tpu_graphs/export/aot/native_library.py, which generates
 // TPU_GRAPHS_BUCKETS_HEADER: it includes every class's header and defines
 // TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per level, oldest first, and
 // TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET(X, LEVEL) as X(LEVEL::context, LEVEL::rows, LEVEL::chunk, hops,
@@ -49,7 +49,7 @@ using tpu_graphs_library::ThreadsWanted;
 constexpr int64_t kNodeFeatures = 140;
 constexpr int64_t kLayoutValues = 18;
 constexpr float kLowestLayoutValue = -1, kHighestLayoutValue = 5;  // graphs.LAYOUT_VALUE_RANGE
-constexpr int64_t kNeighbourSlots = TPU_GRAPHS_NEIGHBOUR_SLOTS, kHubRows = TPU_GRAPHS_HUB_ROWS;  // static_layout.py
+constexpr int64_t kNeighbourSlots = TPU_GRAPHS_NEIGHBOUR_SLOTS, kHubRows = TPU_GRAPHS_HUB_ROWS;  // layout_shapes.py
 constexpr int64_t kRowsPerCall = TPU_GRAPHS_ROWS_PER_CALL;
 
 
@@ -128,7 +128,7 @@ struct PrunedCall {
 };
 
 // What both programs of a bucket read besides the configs: the pruned graph's neighbour tables
-// (static_layout.py) and each op's configurable slot, built once per call.
+// (layout_shapes.py) and each op's configurable slot, built once per call.
 struct BucketGraph {
   tpu_graphs::NeighbourTable producers, consumers;
   std::vector<int32_t> op_slot;  // [nodes], `configurable` for an op no config sets

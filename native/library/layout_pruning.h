@@ -2,7 +2,7 @@
 // as the exported SavedModel prunes it inside its graph
 // (tpu_graphs/models/layout_preprocessing.py, prune_to_configurable): a compiled layout model
 // takes graphs of static sizes, and what pruning keeps depends on the graph, so the caller prunes
-// before padding to a bucket (tpu_graphs/export/static_layout.py).
+// before padding to a bucket (tpu_graphs/export/aot/layout_shapes.py).
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_LAYOUT_PRUNING_H_
 #define TPU_GRAPHS_NATIVE_LIBRARY_LAYOUT_PRUNING_H_
 

@@ -1,7 +1,7 @@
 // What both model libraries (tile_library.cc: tile, layout_library.cc: layout) need besides
 // their compiled classes: the error message of a refused call, the checks of features and edges,
 // and the choice among the CPU levels a library was compiled for. Header-only: each library is
-// one g++ call (tpu_graphs/export/native_library.py).
+// one g++ call (tpu_graphs/export/aot/native_library.py).
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_LIBRARY_CHECKS_H_
 #define TPU_GRAPHS_NATIVE_LIBRARY_LIBRARY_CHECKS_H_
 

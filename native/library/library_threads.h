@@ -1,7 +1,7 @@
 // The threads of the model libraries (tile_library.cc: tile, layout_library.cc: layout): how many
 // cores a call may use, and for calls too short to start a thread for (a tile call takes tens of
 // microseconds, a thread's start about as long) one helper thread that lives as long as the
-// process (TaskBeside). Header-only: each library is one g++ call (tpu_graphs/export/native_library.py).
+// process (TaskBeside). Header-only: each library is one g++ call (tpu_graphs/export/aot/native_library.py).
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_LIBRARY_THREADS_H_
 #define TPU_GRAPHS_NATIVE_LIBRARY_LIBRARY_THREADS_H_
 

@@ -1,5 +1,5 @@
 // The neighbour tables of a pruned layout graph padded to a bucket, the form in which the compiled
-// layout programs pool along `feeds` (tpu_graphs/export/static_layout.py, whose neighbour_tables
+// layout programs pool along `feeds` (tpu_graphs/export/aot/layout_shapes.py, whose neighbour_tables
 // builds the same): per direction, each op's first `slots` edges in edge order, its edge count,
 // and for up to `hub_rows` ops with more edges (hubs) a row marking their other edges.
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_NEIGHBOUR_TABLES_H_

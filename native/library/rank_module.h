@@ -1,6 +1,6 @@
 // tpu_graphs_rank_module of a model library (tpu_graphs_model.h) over the library's own score
 // function. Compiled into the featurizer archive every model library links
-// (tpu_graphs/export/native_library.py); its header includes no protobuf, so a library's own
+// (tpu_graphs/export/aot/native_library.py); its header includes no protobuf, so a library's own
 // source (tile_library.cc, layout_library.cc) needs only native/library/.
 #ifndef TPU_GRAPHS_NATIVE_LIBRARY_RANK_MODULE_H_
 #define TPU_GRAPHS_NATIVE_LIBRARY_RANK_MODULE_H_

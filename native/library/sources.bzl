@@ -1,4 +1,4 @@
-"""What tpu_graphs/export/native_library.py compiles into each model library, by the kind of model,
+"""What tpu_graphs/export/aot/native_library.py compiles into each model library, by the kind of model,
 and the headers they include: one list, which this folder's BUILD gives Bazel
 (model_library_sources) and native_library.py reads as a Python literal (keep it one)."""
 

@@ -1,10 +1,10 @@
 // The C interface of tpu_graphs_model.h over the classes saved_model_cli aot_compile_cpu wrote for
-// one model per size bucket (tpu_graphs/export/static_shapes.py) and CPU level. Compiled per model
-// by tpu_graphs/export/native_library.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
+// one model per size bucket (tpu_graphs/export/aot/tile_shapes.py) and CPU level. Compiled per model
+// by tpu_graphs/export/aot/native_library.py, which generates TPU_GRAPHS_BUCKETS_HEADER: it includes every
 // class's header and defines TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) as X(namespace, level name) per
 // level, oldest first, and per bucket, smallest first, either TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET(X,
 // LEVEL) as X(LEVEL::kernel, LEVEL::configs, LEVEL::join, nodes, edges, configs) (a late-join
-// model: the kernel's half, the configs' half and their join, static_shapes.py's split buckets) or
+// model: the kernel's half, the configs' half and their join, tile_shapes.py's split buckets) or
 // TPU_GRAPHS_FOR_EACH_BUCKET(X, LEVEL) as X(LEVEL::class, nodes, edges, configs) (another model, one
 // class). Calls run the newest level this CPU runs; a split bucket's two halves run at once, the
 // configs' on the helper thread (library_threads.h: TaskBeside) where it is free.

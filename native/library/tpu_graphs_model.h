@@ -1,5 +1,5 @@
 /* The C interface of a compiled tpu_graphs model: <run>/export/native/libtpu_graphs_model.so,
- * built from the run's SavedModel by tpu_graphs/export/native_library.py, which
+ * built from the run's SavedModel by tpu_graphs/export/aot/native_library.py, which
  * baselines/compile_native.py runs (docs/compiler.md).
  *
  * The library holds the model's weights and its program, compiled ahead of time by XLA

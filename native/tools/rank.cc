@@ -7,7 +7,7 @@
 //   bazel run //native:rank -- --mode=aot --model=$PWD/out/tiles/export --hlo=opt.pb --kernels --num_candidates=50
 //
 // --mode=aot   (the default) the model's compiled library, <model>/native/libtpu_graphs_model.so
-//              (tpu_graphs/export/native_library.py), loaded with dlopen: tile models, and layout
+//              (tpu_graphs/export/aot/native_library.py), loaded with dlopen: tile models, and layout
 //              models that prune their graphs (the library prunes each graph as the SavedModel
 //              does). With --hlo, one call of the library's tpu_graphs_rank_module.
 // --mode=capi  the SavedModel itself through TensorFlow's C API (TF_LoadSessionFromSavedModel),

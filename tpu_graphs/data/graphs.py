@@ -32,7 +32,7 @@ SPLITS = ("train", "valid", "test")
 # node_config_feat holds minor-to-major dimension indices of up to 6 dimensions, -1 where unset.
 LAYOUT_VALUE_RANGE = (-1, 5)
 # A graph id ends the ID `<collection>:<graph id>` of its prediction rows, which is split at ':'.
-# (Kaggle's stricter rule binds only a submission: tpu_graphs/export/submission.py.)
+# (Kaggle's stricter rule binds only a submission: baselines/submission.py.)
 GRAPH_ID_PATTERN = re.compile(r"[^:]+")
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 # The five collections of the release, in the order submissions and tables list them.

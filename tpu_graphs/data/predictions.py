@@ -2,7 +2,7 @@
 
 A row's ID is `<collection>:<graph id>` (e.g. `tile:xla:0a1c...`, `layout:nlp:random:2355...`) and
 TopConfigs lists config indices best first, separated by ';'. Reading checks the form of every
-row; whether the rows make a submission is for tpu_graphs/export/submission.py to judge.
+row; whether the rows make a submission is for baselines/submission.py to judge.
 """
 
 from __future__ import annotations

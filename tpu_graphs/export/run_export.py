@@ -1,6 +1,6 @@
 """What a training run exports after each improvement: its serving SavedModel as <run>/export, with
 the task's per-graph preprocessing (layout pruning) inside, and the native library a user compiled
-from an earlier export (export/native/, native_library.py) kept current. A rerun never deletes
+from an earlier export (export/native/, aot/native_library.py) kept current. A rerun never deletes
 what a user built: the library is carried into the new export and compiled again only where the
 weights changed (a run trained on after it was compiled).
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tpu_graphs.data import storage
-from tpu_graphs.export import native_library, saved_model
+from tpu_graphs.export import saved_model
+from tpu_graphs.export.aot import native_library
 from tpu_graphs.train import tasks
 
 

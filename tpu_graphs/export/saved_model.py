@@ -22,16 +22,16 @@ infinite features, a graph without nodes or without configs, a wrong feature wid
 lengths disagree (node_opcode and node_feat, node_config_ids and node_config_feat), ids out of
 range, no or repeated configurable nodes, and layout values that are no dimension index.
 
-An export made for a native library (`static_signatures`, which native_library.py asks for) also
-holds the static-shape signatures XLA compiles ahead of time: static_shapes.py (tile; a late-join
-model's in three parts, static_tile_scores.py), static_layout.py (layout models that prune).
-Tracing them costs seconds per export (a layout model's four about 5 CPU-seconds, doubling its
-export), so training runs leave them out.
+An export made for a native library (`static_functions=aot.signatures.static_functions`, which
+aot/native_library.py asks for) also holds the static-shape signatures XLA compiles ahead of time
+(tpu_graphs/export/aot/: tile models, layout models that prune). Tracing them costs seconds per
+export (a layout model's four about 5 CPU-seconds, doubling its export), so training runs leave
+them out.
 
     export(scorer, "tile", "out/tiles/export")
     served = tf.saved_model.load("out/tiles/export")
     served.signatures["serving_default"](node_feat=..., node_opcode=..., edge_index=..., config_feat=...)
-    export_run("out/tiles", "/tmp/static", static_signatures=True)  # a run's best model, rebuilt
+    export_run("out/tiles", "/tmp/static", signatures.static_functions)  # a run's best model, rebuilt, static too
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
-from tpu_graphs.export import static_layout, static_layout_scores, static_shapes, static_tile_scores
 from tpu_graphs.models import layout_model, layout_preprocessing
 from tpu_graphs.train import experiments, inputs, run_directory, run_experiment, tasks, xla
 
@@ -55,6 +54,9 @@ PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
 EXPORT_DIR_NAME = "export"  # the serving SavedModel's folder in a run directory
 Preprocess = Callable[[tfgnn.GraphTensor], tfgnn.GraphTensor]
+# (scorer, kind, preprocess) -> {signature name: tf.function}: the static-shape signatures an
+# export adds beside the plain ones (aot.signatures.static_functions).
+StaticFunctions = Callable[[tf.keras.Model, str, Optional[Preprocess]], dict]
 # Configs scored per model call inside the plain signature, per kind: bounds memory whatever c is,
 # while the per-graph work (building the graph, pruning) happens once per signature call. A layout
 # call holds (ops x configs x units) states: on the nlp test graph pruned to its 848 configurable
@@ -191,13 +193,12 @@ def checked_examples(kind: str, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
 # Every serving function is traced without autograph: none branches or loops on a tensor in Python
 # (the chunk loop is an explicit tf.while_loop), and converting the source of every layer it calls
 # took about half of an export's time.
-_serving_function = functools.partial(tf.function, autograph=False)
+serving_function = functools.partial(tf.function, autograph=False)
 
 
-def _named_arrays_function(function: Callable[[dict], dict], specs: tuple[tf.TensorSpec, ...]) -> Callable:
-  """A tf.function of positional arrays (`specs`, in order) that calls `function` with them by name."""
-  names = [spec.name for spec in specs]
-  return _serving_function(lambda *arrays: function(dict(zip(names, arrays))), input_signature=specs)
+def model_graph(graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
+  """A graph as the scorer takes it: the model's features, the training inputs' index dtype."""
+  return xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE)
 
 
 def _scored_chunks(first: tf.Tensor, last: tf.Tensor, size: int, total: tf.Tensor, parts: tf.TensorArray,
@@ -241,14 +242,11 @@ class ServingModule(tf.Module):
   so that loading needs neither Keras layer classes nor TF-GNN's GraphTensor type."""
 
   def __init__(self, scorer: tf.keras.Model, kind: str, preprocess: Optional[Preprocess] = None,
-               static_signatures: bool = False):
+               static_functions: Optional[StaticFunctions] = None):
     super().__init__(name=f"{kind}_scorer")
     if kind not in _CONFIG_INPUTS:
       raise ValueError(f"unknown collection kind {kind!r}: expected 'tile' or 'layout'")
     self.scorer_variables = list(scorer.variables)
-
-    def model_graph(graph) -> tfgnn.GraphTensor:
-      return xla.model_features(graph).with_indices_dtype(inputs.INDICES_DTYPE)
 
     def scored(graph) -> tf.Tensor:
       return scorer(model_graph(graph))
@@ -316,65 +314,31 @@ class ServingModule(tf.Module):
         structure = preprocess(structure)
       return {"scores": chunked_scores(structure, config_features)}
 
-    self.score = _serving_function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
-    self.score_examples = _serving_function(
+    self.score = serving_function(score_arrays, input_signature=_GRAPH_INPUTS + _CONFIG_INPUTS[kind])
+    self.score_examples = serving_function(
         lambda examples: scores(checked_examples(kind, tfgnn.parse_example(
             records.graph_spec(kind), parseable_examples(kind, examples)).merge_batch_to_components())),
         input_signature=[tf.TensorSpec([None], tf.string, "examples")])
-    # Static shapes for XLA AOT, if asked: tile kernels as they are (static_shapes.py: a late-join
-    # model's kernel half per bucket, its configs half and join once; another model whole); layout graphs
-    # only as the host prunes them, in two halves (static_layout.py), so only for a two-half model
-    # that prunes with layout_preprocessing.Pruning.
-    self.static_functions = {}
-    late_join = static_tile_scores.late_join_layers(scorer) if kind == "tile" else None
-    if static_signatures and late_join is not None:
-      buckets = static_shapes.SPLIT_TILE_BUCKETS
-      for bucket in buckets:
-        self.static_functions[bucket.signature_name] = _serving_function(
-            lambda *arrays: {"kernel_part": static_tile_scores.kernel_part(late_join, *arrays)},
-            input_signature=static_shapes.kernel_input_specs(bucket))
-      self.static_functions[buckets[0].configs_signature_name] = _serving_function(
-          lambda config_feat: {"config_part": static_tile_scores.config_part(late_join, config_feat)},
-          input_signature=static_shapes.configs_input_specs(buckets[0]))
-      self.static_functions[buckets[0].join_signature_name] = _serving_function(
-          lambda *parts: {"scores": static_tile_scores.joined_scores(late_join, *parts)},
-          input_signature=static_shapes.join_input_specs(buckets[0], late_join.readout.units))
-    elif static_signatures and kind == "tile":
-      for bucket in static_shapes.TILE_BUCKETS:
-        self.static_functions[bucket.signature_name] = _serving_function(
-            lambda *arrays: {"scores": scored(static_shapes.padded_tile_graph(*arrays))},
-            input_signature=static_shapes.input_specs(bucket))
-    if static_signatures and halves is not None and isinstance(preprocess, layout_preprocessing.Pruning):
-      op_context, config_scorer = halves.context, halves.config_scorer
-      buckets = static_layout.layout_buckets(preprocess.hops)
-      self.static_functions[buckets[0].rows_signature_name] = _named_arrays_function(
-          lambda arrays: {"row_states": static_layout_scores.config_row_states(config_scorer, arrays)},
-          static_layout.rows_input_specs())
-      for bucket in buckets:
-        self.static_functions[bucket.context_signature_name] = _named_arrays_function(
-            lambda arrays: {"context": static_layout_scores.op_context(op_context, arrays)},
-            static_layout.context_input_specs(bucket))
-        self.static_functions[bucket.signature_name] = _named_arrays_function(
-            lambda arrays: {"scores": static_layout_scores.config_scores(config_scorer, arrays)},
-            static_layout.chunk_input_specs(bucket, op_context.units, config_scorer.units))
+    # Static shapes for XLA AOT, if asked (aot.signatures).
+    self.static_functions = static_functions(scorer, kind, preprocess) if static_functions is not None else {}
 
   def signatures(self) -> dict:
     return {PLAIN_SIGNATURE: self.score, EXAMPLES_SIGNATURE: self.score_examples, **self.static_functions}
 
 
 def export(scorer: tf.keras.Model, kind: str, export_dir, preprocess: Optional[Preprocess] = None,
-           static_signatures: bool = False, keep: Sequence[str] = ()) -> None:
+           static_functions: Optional[StaticFunctions] = None, keep: Sequence[str] = ()) -> None:
   """Writes the serving SavedModel of `scorer` (GraphTensor -> (c,) scores) to `export_dir`.
 
   `preprocess` (GraphTensor -> GraphTensor, e.g. a task's pruning) runs inside the exported graph
-  before the scorer, so callers pass raw arrays and get what training saw. `static_signatures`
-  adds the static-shape signatures a native library compiles (see the module docstring). `keep`:
+  before the scorer, so callers pass raw arrays and get what training saw. `static_functions`
+  (aot.signatures.static_functions) adds the static-shape signatures a native library compiles. `keep`:
   folders of a local export_dir's earlier content carried into the new one (what was built from
   it, e.g. native/).
 
   The folder is written beside its final place and swapped in, so readers never see half of it.
   """
-  module = ServingModule(scorer, kind, preprocess, static_signatures)
+  module = ServingModule(scorer, kind, preprocess, static_functions)
 
   def write(path: str) -> None:
     tf.saved_model.save(module, path, signatures=module.signatures())
@@ -425,9 +389,9 @@ def best_scorer(run_dir) -> tuple[experiments.Experiment, tf.keras.Model]:
   return experiment, scorer
 
 
-def export_run(run_dir, export_dir, static_signatures: bool = False) -> None:
+def export_run(run_dir, export_dir, static_functions: Optional[StaticFunctions] = None) -> None:
   """Exports the best model of the training run in `run_dir` (best_scorer) to `export_dir` again,
-  as run_export.export_to_run_directory did, with `static_signatures` if asked."""
+  as run_export.export_to_run_directory did, with `static_functions`' signatures if given."""
   experiment, scorer = best_scorer(run_dir)
   task = experiment.task()
-  export(scorer, task.kind, export_dir, task.structure_transform, static_signatures)
+  export(scorer, task.kind, export_dir, task.structure_transform, static_functions)

@@ -24,7 +24,7 @@ def log_scaled(values: tf.Tensor, exact_log: bool = True) -> tf.Tensor:
 
   exact_log=False takes the log of 1 + |x| instead of log1p(|x|), which XLA compiles with a
   division per value; the two differ by float rounding (for |x| below float epsilon, log(1 + |x|)
-  is 0 where log1p gives |x|). For ahead-of-time compiled scoring (static_tile_scores.py), not
+  is 0 where log1p gives |x|). For ahead-of-time compiled scoring (tile_scores.py), not
   for training."""
   return tf.sign(values) * (tf.math.log1p(tf.abs(values)) if exact_log else tf.math.log(1.0 + tf.abs(values)))
 

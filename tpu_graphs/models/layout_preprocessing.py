@@ -3,7 +3,7 @@
 An exported layout model receives raw arrays (records.graph_tensor_from_arrays); whatever the
 model was trained on must therefore be computed by the model itself:
 
-* `prune_to_configurable`: keeps the configurable ops and their `hops`-hop neighbourhood (edges
+* `prune_to_configurable`: keeps the configurable ops and their `prune_hops`-hop neighbourhood (edges
   taken in both directions) and drops the rest. Data flow between kept ops survives: whenever a
   kept op reaches another kept op only through dropped ops, a direct `feeds` edge joins them.
   Layout graphs have up to ~44k ops but only the configurable ones (and their surroundings)
@@ -29,10 +29,10 @@ import tensorflow_gnn as tfgnn
 from tpu_graphs.models import gnn
 
 
-def neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, hops: int) -> tf.Tensor:
-  """(n,) bool: `keep` grown by `hops` steps along edges in both directions."""
+def neighbourhood(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor, prune_hops: int) -> tf.Tensor:
+  """(n,) bool: `keep` grown by `prune_hops` steps along edges in both directions."""
   num_nodes = tf.shape(keep)[0]
-  for _ in range(hops):
+  for _ in range(prune_hops):
     as_int = tf.cast(keep, tf.int32)
     from_sources = tf.math.unsorted_segment_max(tf.gather(as_int, sources), targets, num_nodes)
     from_targets = tf.math.unsorted_segment_max(tf.gather(as_int, targets), sources, num_nodes)
@@ -122,8 +122,8 @@ def kept_data_flow(keep: tf.Tensor, sources: tf.Tensor, targets: tf.Tensor) -> t
   return tf.reverse(pairs, axis=[1])
 
 
-def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTensor:
-  """The layout graph restricted to configurable ops and their `hops`-hop neighbourhood.
+def prune_to_configurable(graph: tfgnn.GraphTensor, prune_hops: int) -> tfgnn.GraphTensor:
+  """The layout graph restricted to configurable ops and their `prune_hops`-hop neighbourhood.
 
   Ops keep their features (n' of them, in their original order); `feeds` becomes
   `kept_data_flow` (e' edges); `configures` edges are renumbered; config, node_config, belongs_to
@@ -133,7 +133,7 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
   feeds = graph.edge_sets["feeds"]
   index_dtype = feeds.adjacency.source.dtype
   sources, targets = tf.cast(feeds.adjacency.source, tf.int64), tf.cast(feeds.adjacency.target, tf.int64)
-  keep = neighbourhood(op["config_slot"] >= 0, sources, targets, hops)
+  keep = neighbourhood(op["config_slot"] >= 0, sources, targets, prune_hops)
   kept_ops = tf.where(keep)[:, 0]  # (n',) the kept ops' indices
   new_index = tf.cumsum(tf.cast(keep, tf.int64)) - 1
   components = tf.cast(graph.num_components, tf.int64)
@@ -158,13 +158,13 @@ def prune_to_configurable(graph: tfgnn.GraphTensor, hops: int) -> tfgnn.GraphTen
 
 @dataclasses.dataclass(frozen=True)
 class Pruning:
-  """`prune_to_configurable` with `hops` as a structure transform (tasks.LayoutTask) that says its
-  setting: the export reads `hops` to write static signatures for graphs the host prunes the same
-  way (tpu_graphs/export/static_layout.py)."""
-  hops: int
+  """`prune_to_configurable` with `prune_hops` as a structure transform (tasks.LayoutTask) that says its
+  setting: the export reads `prune_hops` to write static signatures for graphs the host prunes the same
+  way (tpu_graphs/export/aot/layout_shapes.py)."""
+  prune_hops: int
 
   def __call__(self, graph: tfgnn.GraphTensor) -> tfgnn.GraphTensor:
-    return prune_to_configurable(graph, self.hops)
+    return prune_to_configurable(graph, self.prune_hops)
 
 
 def op_feature_statistics(node_features: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

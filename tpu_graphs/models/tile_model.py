@@ -84,7 +84,7 @@ class TileReadout(tf.keras.layers.Layer):
     call()'s late-join scores of one kernel's configs are scores_of_parts(kernel_part(pooled),
     config_part(config states)): W [pooled, config] is W_pooled pooled + W_config config, so the
     kernel's share is multiplied once, not per config, and neither half waits for the other
-    (static_tile_scores.py)."""
+    (tile_scores.py)."""
     rows = tf.split(self._hidden.kernel, [pooled.shape[-1], -1])[0]
     return tf.linalg.matvec(rows, pooled, transpose_a=True) + self._hidden.bias
 

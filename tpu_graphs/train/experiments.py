@@ -11,6 +11,10 @@ records the resolved experiment.
 Nothing else in tpu_graphs, baselines/ or benchmarks/ looks at a collection's name to choose
 what to do: the kind's settings class owns its task, model builder and preparation, and each
 experiment's training settings own the evaluation batch size.
+
+A settings class is also the table of its program's override flags: every field is declared with
+`setting` (its default, and what its flag says), and baselines/training_flags.py defines one flag
+per field. A new setting is one field here and its use (docs/development.md).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from tpu_graphs.data import config_dedup, convert, errors, graphs, npz, records, storage
-from tpu_graphs.models import layout_model, layout_preprocessing, tile_model
+from tpu_graphs.models import gnn, layout_model, layout_preprocessing, tile_model
 from tpu_graphs.train import tasks, trainer
 
 
@@ -36,19 +40,46 @@ class DataDerived:
   segment_size: Optional[int] = None
 
 
+def setting(default, help_text: str, *, at_least: Optional[int] = None, choices: Sequence[str] = (),
+            none_as: Optional[int] = None) -> dataclasses.Field:
+  """A field of a settings class with what its override flag takes (baselines/training_flags.py):
+  its help, the least value, the choices of a string or each item of a tuple, and `none_as`, the
+  flag value that stands for None where None is a setting of its own (prune_hops -1: no pruning)."""
+  return dataclasses.field(default=default, metadata={
+      "help": help_text, "at_least": at_least, "choices": tuple(choices), "none_as": none_as})
+
+
+def from_flag_value(settings_class: type, name: str, value):
+  """A flag's value as the setting `name` of `settings_class` holds it: its none_as value as None,
+  a list as a tuple."""
+  field = {field.name: field for field in dataclasses.fields(settings_class)}[name]
+  if value is not None and value == field.metadata.get("none_as"):
+    return None
+  return tuple(value) if isinstance(value, list) else value
+
+
+def flag_value(settings_class: type, name: str, value):
+  """What the flag of the setting `name` says for the setting's `value` (from_flag_value's inverse)."""
+  field = {field.name: field for field in dataclasses.fields(settings_class)}[name]
+  return field.metadata.get("none_as") if value is None and field.metadata.get("none_as") is not None else value
+
+
 def _convert_splits(split_dirs: Sequence[storage.PathLike], records_root, configs_per_chunk: int) -> None:
   for split_dir in split_dirs:
     convert.convert_directory(split_dir, records_root, configs_per_chunk=configs_per_chunk, progress=False)
 
 
+_CONFIGS_PER_CHUNK_HELP = "Configs per record chunk: bounds memory of training and scoring."
+
+
 @dataclasses.dataclass(frozen=True)
 class TileSettings:
   """tile:xla's model (models/tile_model.py) and how its records are cut."""
-  units: int = 64
-  layers: int = 3
-  backbone: str = "sage"
-  join: str = "late"  # where config features meet the graph
-  configs_per_chunk: int = records.DEFAULT_CONFIGS_PER_CHUNK
+  units: int = setting(64, "Hidden width.", at_least=1)
+  layers: int = setting(3, "Message passing rounds.", at_least=1)
+  backbone: str = setting("sage", "Message passing layers.", choices=gnn.BACKBONES)
+  join: str = setting("late", "Where config features meet the graph.", choices=tile_model.JOINS)
+  configs_per_chunk: int = setting(records.DEFAULT_CONFIGS_PER_CHUNK, _CONFIGS_PER_CHUNK_HELP, at_least=1)
 
   def task(self) -> tasks.TileTask:
     return tasks.TileTask()
@@ -68,36 +99,47 @@ class TileSettings:
 class LayoutSettings:
   """A layout model (models/layout_model.py) and the scale techniques. The defaults are the layout
   recipe's, chosen on config splits of real programs (benchmarks/real_layout.py, docs/real-data.md)."""
-  units: int = 64
-  layers: int = 1
-  backbone: str = "residual_gcn"
-  prune_hops: Optional[int] = 0  # keep configurable ops and their k-hop neighbourhood; None keeps all
-  dedup: bool = True  # merge training configs with identical features
-  normalize: bool = True  # standardize log-scaled op features with training statistics
+  units: int = setting(64, "Hidden width.", at_least=1)
+  layers: int = setting(1, "Message passing rounds.", at_least=1)
+  backbone: str = setting("residual_gcn", "Message passing layers.", choices=gnn.BACKBONES)
+  prune_hops: Optional[int] = setting(
+      0, "Keep configurable ops and their k-hop neighbourhood; -1 = no pruning. 0 keeps nlp graphs cheap: 1 hop on "
+      "the 21,918-op nlp test graph keeps 2,850 ops joined by 51k edges.", at_least=-1, none_as=-1)
+  dedup: bool = setting(True, "Merge training configs with identical features.")
+  normalize: bool = setting(True, "Standardize log-scaled op features with training statistics.")
   # Graph Segment Training (layout_model.SegmentedScorer), a memory technique. None (the recipe):
   # segments of AUTO_SEGMENT_SIZE ops only where the plain model's memory plan exceeds
   # SEGMENT_ABOVE_BYTES (run_experiment.py), i.e. whole programs, while pruned graphs keep the plain
   # model the real-data figures measured (whole graphs ranked worse there; docs/training.md, "Whole
   # graphs and the memory plan"). N > 0: segments of N ops wherever a graph is longer. 0: off.
-  segment_size: Optional[int] = None
+  segment_size: Optional[int] = setting(
+      None, "Graph Segment Training (segments, one drawn per step, the rest from a score table) in segments of this "
+      "many ops wherever a graph, pruned, is longer; 0 = off. Default: segments of 256 ops only where the plain "
+      "model's memory plan exceeds 8 GiB (whole programs).", at_least=0)
   # GraphNorm after every round of per-config message passing. It removes each config's mean op
   # state: on real programs that helped, on unseen generated programs it hurt; real measurements
   # decide the recipe (docs/real-data.md, "GraphNorm"), which the main job trains too.
-  graph_norm: bool = True
+  graph_norm: bool = setting(True, "GraphNorm over a graph's ops after every round.")
   # GraphNorm divides by the spread of op states over the graph, as Cai et al.'s does. Centring only
   # (False) ranked unseen configs of one real program about as well and the unseen program worse, so
   # the recipe scales (docs/real-data.md, "GraphNorm").
-  graph_norm_scale: bool = True
+  graph_norm_scale: bool = setting(True, "GraphNorm divides by the spread of op states over the graph, as Cai et "
+                                   "al.'s does; --nograph_norm_scale only centres them.")
   # The model's two halves (layout_model.py): rounds of config-independent message passing, once
   # per graph, and the width of the per-config op states (None: units), whose rounds (`layers`)
   # every config pays for. On benchmarks/real_layout.py's splits one per-config round after three
   # context rounds ranked the unseen program best of one, two and three rounds, and unseen configs
   # of one program a little worse than three, at under half the per-config work of three
   # (docs/real-data.md; the variants' figures are in the message of the commit that chose it).
-  context_layers: int = 3
-  config_units: Optional[int] = 32
-  config_encodings: tuple[str, ...] = layout_model.CONFIG_ENCODINGS  # what the encoder reads of layouts
-  configs_per_chunk: int = 256
+  context_layers: int = setting(3, "Rounds of config-independent message passing, computed once per graph.",
+                                at_least=0)
+  config_units: Optional[int] = setting(32, "Width of the per-config op states (default --units).", at_least=1)
+  config_encodings: tuple[str, ...] = setting(
+      layout_model.CONFIG_ENCODINGS, "What the model reads of each config's layouts, any of: categories (embedded "
+      "layout values, else raw numbers), costs (layout changes, minor dimension sizes, (8, 128) padding waste), "
+      "copies (producer/consumer layout changes); empty = raw layout values only.",
+      choices=layout_model.CONFIG_ENCODINGS)
+  configs_per_chunk: int = setting(256, _CONFIGS_PER_CHUNK_HELP, at_least=1)
 
   def size(self) -> str:
     """The model's widths and rounds in words, as result files describe the model they measured."""

@@ -48,26 +48,26 @@ class GraphSize:
 
 
 @functools.lru_cache(maxsize=8)
-def _pruned_counter(hops: int):
-  """A traced function (keep, sources, targets) -> (ops, feeds edges) that pruning by `hops` keeps,
+def _pruned_counter(prune_hops: int):
+  """A traced function (keep, sources, targets) -> (ops, feeds edges) that pruning by `prune_hops` keeps,
   traced once per hop count (kept_data_flow's loop runs once per topological level)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top: only pruned plans need it
   from tpu_graphs.models import layout_preprocessing  # pylint: disable=g-import-not-at-top
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.bool)] + [tf.TensorSpec([None], tf.int64)] * 2, autograph=False)
   def counts(keep, sources, targets):
-    keep = layout_preprocessing.neighbourhood(keep, sources, targets, hops)
+    keep = layout_preprocessing.neighbourhood(keep, sources, targets, prune_hops)
     flow = layout_preprocessing.kept_data_flow(keep, sources, targets)
     return tf.reduce_sum(tf.cast(keep, tf.int64)), tf.shape(flow, tf.int64)[0]
 
   return counts
 
 
-def _pruned_counts(node_config_ids: np.ndarray, edge_index: np.ndarray, num_ops: int, hops: int) -> tuple[int, int]:
+def _pruned_counts(node_config_ids: np.ndarray, edge_index: np.ndarray, num_ops: int, prune_hops: int) -> tuple[int, int]:
   """(ops, feeds edges) the task's pruning (layout_preprocessing.prune_to_configurable) keeps."""
   keep = np.zeros(num_ops, bool)
   keep[node_config_ids] = True
-  ops, edges = _pruned_counter(hops)(keep, edge_index[:, 1].astype(np.int64), edge_index[:, 0].astype(np.int64))
+  ops, edges = _pruned_counter(prune_hops)(keep, edge_index[:, 1].astype(np.int64), edge_index[:, 0].astype(np.int64))
   return int(ops), int(edges)
 
 
@@ -106,10 +106,11 @@ class Settings:
   prune_hops: Optional[int]
 
   def flags(self) -> str:
-    hops = -1 if self.prune_hops is None else self.prune_hops
+    from tpu_graphs.train import experiments  # pylint: disable=g-import-not-at-top: this module stays light
+    prune_hops = experiments.flag_value(experiments.LayoutSettings, "prune_hops", self.prune_hops)
     return (f"--batch_size={self.batch_size} --configs_per_graph={self.configs_per_graph} --units={self.units} "
             f"--layers={self.layers} --segment_size={self.segment_size or 0} "
-            f"--configs_per_chunk={self.configs_per_chunk} --prune_hops={hops}")
+            f"--configs_per_chunk={self.configs_per_chunk} --prune_hops={prune_hops}")
 
 
 def _held(graph: GraphSize, segment_size: Optional[int]) -> tuple[int, int]:

@@ -42,6 +42,9 @@ def _start_over(run_dir) -> str:
 # state and stopping state that another configuration produced.
 RESUMABLE_CHANGES = frozenset({"epochs", "patience", "verbose", "train_dir", "valid_dir", "test_dir", "out_dir",
                                "experiment.data_root"})
+# config.json entries older versions wrote that repeat a setting recorded elsewhere (task_settings:
+# the model's prune_hops), no longer written and not compared, so that their runs still resume.
+RETIRED_ENTRIES = frozenset({"task_settings"})
 
 
 def read_run_json(run_dir, name: str, kind: type):
@@ -178,7 +181,7 @@ def initialise_from_run(scorer: tf.keras.Model, run_dir) -> None:
 
 
 def _flat(run_config: dict) -> dict:
-  """{"model.units": 64, ...}: nested settings (model, task_settings) as keys of their own."""
+  """{"model.units": 64, ...}: nested settings (model, experiment) as keys of their own."""
   return {f"{key}.{inner}" if isinstance(value, dict) else key: inner_value
           for key, value in run_config.items()
           for inner, inner_value in (value.items() if isinstance(value, dict) else [(None, value)])}
@@ -190,7 +193,8 @@ def check_resumable(run_dir, run_config: dict) -> None:
   recorded = read_run_config(run_dir)
   if recorded is None:
     return
-  recorded, wanted = _flat(recorded), _flat(json.loads(json.dumps(run_config)))  # as written: tuples become lists
+  recorded = _flat({key: value for key, value in recorded.items() if key not in RETIRED_ENTRIES})
+  wanted = _flat(json.loads(json.dumps(run_config)))  # as written: tuples become lists
   # Compared as JSON text, so that a NaN recorded (by an older version) equals itself.
   changed = [f"{key} {recorded.get(key)!r} -> {wanted.get(key)!r}" for key in sorted(set(recorded) | set(wanted))
              if key not in RESUMABLE_CHANGES and json.dumps(recorded.get(key)) != json.dumps(wanted.get(key))]

@@ -25,12 +25,14 @@ from tpu_graphs.train import experiments, memory_plan, run_directory, strategies
 DATA_DERIVED_FILE = "data_derived.json"
 
 
-def prepare_records(experiment: experiments.Experiment, data_root, records_root, work_dir) -> str:
+def prepare_records(experiment: experiments.Experiment, data_root, records_root, work_dir,
+                    source: Optional[str] = None) -> str:
   """Converts the collection's splits as the experiment's model asks and returns its records dir.
+  `source`: the collection's npz folder under data_root, where the caller has it.
 
   Raises GraphFileError naming the first invalid input file.
   """
-  source = graphs.collection_directory(data_root, experiment.collection)
+  source = source or graphs.collection_directory(data_root, experiment.collection)
   present = [split for split in graphs.SPLITS if storage.is_directory(storage.join(source, split))]
   if "train" not in present or "valid" not in present:
     raise FileNotFoundError(f"{source}: no train/ and valid/ splits; pass a TpuGraphs npz tree as data root")
@@ -88,46 +90,43 @@ def _plan_settings(experiment: experiments.Experiment, segment_size: Optional[in
       eval_batch_size=training["eval_batch_size"], prune_hops=model.prune_hops)
 
 
-def _layout_manifest(experiment: experiments.Experiment, data_root) -> dict:
-  source = graphs.collection_directory(data_root, experiment.collection)
-  return memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], experiment.model.prune_hops)
-
-
-def segment_length(experiment: experiments.Experiment, sizes: dict) -> Optional[int]:
-  """The segment length a layout run trains and scores with (None: the plain model), from its
-  manifest (memory_plan.manifest) and LayoutSettings.segment_size."""
-  requested = experiment.model.segment_size
-  if requested == 0 or not any(sizes.values()):
-    return None
-  if requested is None:
-    if memory_plan.plan(sizes, _plan_settings(experiment, None)).peak_bytes <= SEGMENT_ABOVE_BYTES:
-      return None
-    requested = AUTO_SEGMENT_SIZE
-  return requested if memory_plan.largest_ops(sizes) > requested else None
-
-
 def planned_memory(experiment: experiments.Experiment, data_root) -> Optional[tuple[dict, memory_plan.Plan]]:
   """A layout experiment's manifest (sizes of every split's graphs as its pruning leaves them) and
-  memory plan (train/memory_plan.py), read from the npz files alone; None for other kinds or
-  where the collection has no files."""
+  memory plan (train/memory_plan.py) of the model it trains, whose segment length (the plan's
+  settings.segment_size; None: the plain model) follows LayoutSettings.segment_size; read from the
+  npz files alone; None for other kinds or where the collection has no files. Each plan is made
+  once: the plain model's, where the recipe's choice of segments needs it, and the model's."""
   if not isinstance(experiment.model, experiments.LayoutSettings):
     return None
-  sizes = _layout_manifest(experiment, data_root)
+  return _planned(experiment, graphs.collection_directory(data_root, experiment.collection))
+
+
+def _planned(experiment: experiments.Experiment, source) -> Optional[tuple[dict, memory_plan.Plan]]:
+  """planned_memory of the collection's npz folder `source`."""
+  sizes = memory_plan.manifest([storage.join(source, split) for split in graphs.SPLITS], experiment.model.prune_hops)
   if not any(sizes.values()):
     return None
-  return sizes, memory_plan.plan(sizes, _plan_settings(experiment, segment_length(experiment, sizes)))
+  requested, plain = experiment.model.segment_size, None
+  if requested is None:  # the recipe: segments only where the plain model's plan is too large
+    plain = memory_plan.plan(sizes, _plan_settings(experiment, None))
+    requested = AUTO_SEGMENT_SIZE if plain.peak_bytes > SEGMENT_ABOVE_BYTES else 0
+  segment_size = requested if requested and memory_plan.largest_ops(sizes) > requested else None
+  if segment_size is None and plain is not None:
+    return sizes, plain
+  return sizes, memory_plan.plan(sizes, _plan_settings(experiment, segment_size))
 
 
-def data_derived(experiment: experiments.Experiment, data_root, sizes: Optional[dict] = None
-                 ) -> experiments.DataDerived:
-  """What the model of a run of `experiment` on `data_root` takes from the data: for layout, its
-  training split's op feature statistics and the segment length (segment_length) of its manifest
-  `sizes` (memory_plan.manifest of `data_root`, read here where not given)."""
+def data_derived(experiment: experiments.Experiment, source,
+                 planned: Optional[tuple[dict, memory_plan.Plan]] = None) -> experiments.DataDerived:
+  """What the model of a run of `experiment` on the collection's npz folder `source`
+  (graphs.collection_directory) takes from the data: for layout, its training split's op feature
+  statistics and the segment length of its memory plan (`planned`, planned_memory's, made here
+  where not given)."""
   if not isinstance(experiment.model, experiments.LayoutSettings):
     return experiments.DataDerived()
-  train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
-  sizes = _layout_manifest(experiment, data_root) if sizes is None else sizes
-  return experiments.DataDerived(experiment.model.feature_statistics(train_npz_dir), segment_length(experiment, sizes))
+  planned = planned or _planned(experiment, source)
+  segment_size = planned[1].settings.segment_size if planned else None
+  return experiments.DataDerived(experiment.model.feature_statistics(storage.join(source, "train")), segment_size)
 
 
 def write_data_derived(run_dir, derived: experiments.DataDerived) -> None:
@@ -197,7 +196,8 @@ def progress_line(experiment: experiments.Experiment, out_dir) -> str:
 
 def train(experiment: experiments.Experiment, data_root, out_dir, records_dir=None,
           strategy: Optional[tf.distribute.Strategy] = None, exporters: Sequence[Callable] = (),
-          callbacks: Sequence[tf.keras.callbacks.Callback] = (), sizes: Optional[dict] = None) -> dict:
+          callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+          planned: Optional[tuple[dict, memory_plan.Plan]] = None) -> dict:
   """Trains one collection end to end and returns the run's metrics.json content.
 
   Args:
@@ -206,8 +206,8 @@ def train(experiment: experiments.Experiment, data_root, out_dir, records_dir=No
     out_dir: the run directory (run_directory.py; this adds DATA_DERIVED_FILE); rerunning resumes.
     records_dir: where converted records go; default <out_dir>/records.
     strategy, exporters, callbacks: passed to trainer.run.
-    sizes: a layout experiment's manifest of data_root, where the caller has it (planned_memory);
-      read from the npz files otherwise.
+    planned: a layout experiment's manifest and memory plan (planned_memory), where the caller has
+      them; made from the npz files otherwise.
   """
   out_dir = os.fspath(out_dir)  # a local path or a URL: joined with storage.join
   records_root = os.fspath(records_dir) if records_dir else storage.join(out_dir, "records")
@@ -217,7 +217,8 @@ def train(experiment: experiments.Experiment, data_root, out_dir, records_dir=No
       out_dir=out_dir, model=dataclasses.asdict(experiment.model),
       experiment={"name": experiment.name, "collection": experiment.collection,
                   "data_root": data_root_name(data_root)}, **experiment.training)
-  train_npz_dir = storage.join(graphs.collection_directory(data_root, experiment.collection), "train")
+  source = graphs.collection_directory(data_root, experiment.collection)
+  train_npz_dir = storage.join(source, "train")
   # Every check that can refuse the run, before conversion writes anything (the records' default
   # place is inside out_dir): a refused run leaves out_dir as it was, ready for a corrected retry.
   strategy = strategy or strategies.choose_strategy()  # also before any TensorFlow op, as it must be
@@ -225,10 +226,10 @@ def train(experiment: experiments.Experiment, data_root, out_dir, records_dir=No
   run_dir = trainer.check_run(task, config, strategy)["out_dir"]  # this worker's (strategies.worker_directory)
   if storage.is_directory(train_npz_dir):
     check_batch_fits(experiment, train_npz_dir)
-  prepare_records(experiment, data_root, records_root, out_dir)
+  prepare_records(experiment, data_root, records_root, out_dir, source)
   test_dir = storage.join(collection_records, "test")
   config = dataclasses.replace(config, test_dir=test_dir if tf.io.gfile.isdir(test_dir) else None)
-  derived = data_derived(experiment, data_root, sizes)
+  derived = data_derived(experiment, source, planned)
   storage.makedirs(run_dir)
   write_data_derived(run_dir, derived)
   return trainer.run(task, experiment.model.model_builder(derived), config, strategy, callbacks, exporters=exporters)

@@ -52,11 +52,6 @@ class Task(abc.ABC):
     """(b, list_size) logits for TF-Ranking (higher = faster) from (c,) scores (lower = faster)."""
     return config_lists.to_lists(graph, -scores, list_size, 0.0)
 
-  def settings(self) -> dict:
-    """The task's constructor arguments (written to a run's config.json, so the run's graphs can be
-    read the same way when it is evaluated later)."""
-    return {}
-
   def loss(self, spec: str) -> losses.WeightedRankingLoss:
     """The ranking loss mix named by `spec`, e.g. "listmle:1,mse:0.02"."""
     return losses.WeightedRankingLoss(spec)
@@ -90,9 +85,6 @@ class LayoutTask(Task):
     self.prune_hops = prune_hops
     if prune_hops is not None:
       self.structure_transform = layout_preprocessing.Pruning(prune_hops)
-
-  def settings(self) -> dict:
-    return {"prune_hops": self.prune_hops}
 
   def config_runtimes(self, configs: tfgnn.NodeSet) -> tf.Tensor:
     return tf.cast(configs["runtime"], tf.float32)

@@ -83,8 +83,7 @@ class TrainingDivergedError(errors.InputError):
 
 def run_configuration(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
   """What config.json records of a run: the settings, the task and how it is distributed."""
-  return {**dataclasses.asdict(config), "task": type(task).__name__, "task_settings": task.settings(),
-          "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
+  return {**dataclasses.asdict(config), "task": type(task).__name__, "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync}
 
 
 def check_run(task: tasks.Task, config: TrainingConfig, strategy: tf.distribute.Strategy) -> dict:
@@ -272,7 +271,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   if tf.io.gfile.exists(storage.join(out_dir, "best", "weights.index")):
     scorer.load_weights(storage.join(out_dir, "best", "weights"))
-  result = {"task": type(task).__name__, "task_settings": task.settings(), "primary_metric": task.primary_metric,
+  result = {"task": type(task).__name__, "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
             "valid": scoring.evaluate(task, scoring.score_batches(task, scorer, validation_batches))}

@@ -1,6 +1,6 @@
 """A late-join tile model's scores of one padded kernel, arranged for ahead-of-time compilation.
 
-Run on the padded kernel as a GraphTensor (static_shapes.padded_tile_graph), the model compiles
+Run on the padded kernel as a GraphTensor (tile_shapes.padded_tile_graph), the model compiles
 to TF-GNN's general machinery taken literally: each edge's message computed from its gathered
 sender state, the readout's Dense over [pooled kernel state, config state] once per config, a
 filler graph component. Here the model's own layers (its weights, called as the model calls
@@ -9,7 +9,7 @@ them) run on the kernel's arrays with the arithmetic arranged for one small kern
 * messages before the gather: a SimpleConv's message function works row by row, so it runs
   once per op (N rows) and its result is gathered to the edges, instead of once per edge;
 * the readout's kernel half once per kernel, not per config (TileReadout.kernel_part), and
-  apart from the configs' half, so that a caller can run the two at once (static_shapes.py's
+  apart from the configs' half, so that a caller can run the two at once (tile_shapes.py's
   split buckets: `kernel_part`, `config_part`, `joined_scores`);
 * padding masked, not a filler component: filler edges pool into a row that is cut off, filler
   ops are zeroed and left out of the kernel's mean;
@@ -19,9 +19,9 @@ them) run on the kernel's arrays with the arithmetic arranged for one small kern
 
 For the 15-op kernel of benchmarks/native.py in a 16-op bucket, that is 2.1 million
 multiply-adds per call of 128 configs instead of 4.6 million in the 32-op bucket before.
-Scores equal the model's up to the order of float additions (tests/test_static_tile_scores.py).
+Scores equal the model's up to the order of float additions (tests/test_tile_scores.py).
 `late_join_layers` returns None for other models (early join, an unknown layer), which the export
-compiles on the padded GraphTensor instead (static_shapes.padded_tile_graph), as one program.
+compiles on the padded GraphTensor instead (tile_shapes.padded_tile_graph), as one program.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def late_join_layers(model: tf.keras.Model) -> Optional[LateJoinLayers]:
 
 def kernel_part(layers: LateJoinLayers, node_feat, node_opcode, edge_index, num_nodes, num_edges) -> tf.Tensor:
   """(units,) the kernel's share of the readout's hidden layer (TileReadout.kernel_part) from a
-  bucket's padded arrays (static_shapes.kernel_input_specs). Filler rows may hold anything, NaN
+  bucket's padded arrays (tile_shapes.kernel_input_specs). Filler rows may hold anything, NaN
   included; the ids of real edges must name real ops (the caller checks)."""
   nodes, edges = node_feat.shape[0], edge_index.shape[0]
   real_op = tf.range(nodes) < num_nodes

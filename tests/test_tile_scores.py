@@ -1,7 +1,7 @@
 """Static tile signatures: a late-join model's layers arranged for AOT compilation
-(static_tile_scores: the kernel's half, the configs' half, their join) score a real kernel as the
+(tile_scores: the kernel's half, the configs' half, their join) score a real kernel as the
 model does on its GraphTensor, whatever the padding holds; other models are run on the padded
-GraphTensor (static_shapes.padded_tile_graph)."""
+GraphTensor (tile_shapes.padded_tile_graph)."""
 
 import sys
 
@@ -11,14 +11,15 @@ import tensorflow as tf
 
 import sample_data
 from tpu_graphs.data import graphs, npz, records
-from tpu_graphs.export import saved_model, static_shapes, static_tile_scores
+from tpu_graphs.export import saved_model
+from tpu_graphs.export.aot import tile_scores, tile_shapes
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import inputs, xla
 
 REAL_TILE_FILE = "npz/tile/xla/test/0a8a2b247d7a20b9dcab1daf50066a4d.npz"  # 15 ops, 15 edges
 
 
-def _padded_arrays(graph: graphs.TileGraph, bucket: static_shapes.Bucket, configs: int) -> list:
+def _padded_arrays(graph: graphs.TileGraph, bucket: tile_shapes.TileBucket, configs: int) -> list:
   """The bucket's arrays: the kernel's rows, then filler rows of noise, NaN and ids naming no op."""
   rng = np.random.default_rng(0)
   padded = {"node_feat": rng.normal(size=[bucket.nodes, graphs.NODE_FEATURE_WIDTH]).astype(np.float32) * 100,
@@ -41,16 +42,16 @@ def test_static_scores_equal_the_model_on_its_graph_tensor(join, backbone):
   model = tile_model.build_tile_model(saved_model.model_input_spec("tile"), join, backbone, units=16, num_layers=2)
   configs = 100
   node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges, num_configs = _padded_arrays(
-      graph, static_shapes.TILE_BUCKETS[0], configs)
-  layers = static_tile_scores.late_join_layers(model)
+      graph, tile_shapes.TILE_BUCKETS[0], configs)
+  layers = tile_scores.late_join_layers(model)
   assert (layers is not None) == (join == "late")  # early join runs on the GraphTensor
   if layers is not None:
-    scores = static_tile_scores.joined_scores(
-        layers, static_tile_scores.kernel_part(layers, node_feat, node_opcode, edge_index, num_nodes, num_edges),
-        static_tile_scores.config_part(layers, config_feat), num_configs).numpy()
+    scores = tile_scores.joined_scores(
+        layers, tile_scores.kernel_part(layers, node_feat, node_opcode, edge_index, num_nodes, num_edges),
+        tile_scores.config_part(layers, config_feat), num_configs).numpy()
     assert np.all(scores[configs:] == 0)
   else:
-    scores = model(xla.model_features(static_shapes.padded_tile_graph(
+    scores = model(xla.model_features(tile_shapes.padded_tile_graph(
         node_feat, node_opcode, edge_index, config_feat, num_nodes, num_edges, num_configs)).with_indices_dtype(
             inputs.INDICES_DTYPE)).numpy()
   structure = records.structure_from_arrays("tile", graph.node_feat, graph.node_opcode, graph.edge_index, None)

@@ -1,7 +1,7 @@
-"""Static-shape layout scoring signatures a compiler can compile ahead of time (XLA AOT).
+"""Static-shape layout scoring signatures a compiler can compile ahead of time (XLA AOT): the buckets.
 
-The tile counterpart is static_shapes.py. A layout model prunes each graph to its configurable
-ops and their `hops`-hop neighbourhood (layout_preprocessing.prune_to_configurable) before it
+The tile counterpart is tile_shapes.py. A layout model prunes each graph to its configurable
+ops and their `prune_hops`-hop neighbourhood (layout_preprocessing.prune_to_configurable) before it
 scores configs, and what pruning keeps depends on the graph, which XLA cannot compile. So the
 host prunes (native/library/layout_pruning.cc, exactly as the SavedModel's graph does) and sends the
 pruned graph in a *bucket*: its arrays padded to the bucket's rows. A layout model is two halves
@@ -37,7 +37,7 @@ vectorized loop. The tables (`neighbour_tables`, and native/library/neighbour_ta
         1 at each of their other edges (a matrix product sums them);
     <direction>_hub_of (N,) int32: each op's hub row (H: none).
 
-Pruned to their configurable ops (hops 0), the sample's graphs have at most 5 edges per op and
+Pruned to their configurable ops (prune_hops 0), the sample's graphs have at most 5 edges per op and
 direction; their 1- and 2-hop neighbourhoods that fit a bucket have at most 3 hubs per
 direction. A graph with more hubs than H in a direction is refused (TPU_GRAPHS_TOO_LARGE).
 
@@ -49,14 +49,14 @@ C at a time and fills the last call with copies of the last config.
 
 Buckets follow the sizes of pruned layout graphs. Whole graphs have up to ~44k ops (TpuGraphs);
 the sample's five distinct layout graphs (490 to 21,918 ops) pruned by prune_to_configurable keep
-  hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op and at
+  prune_hops 0 (the default): their 38 to 848 configurable ops, with 0.9 to 1.3 edges per op and at
       most 5 neighbours per op;
-  hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is
+  prune_hops 1: 118 to 2,850 ops, 133 to 51,209 edges (the nlp graph's data flow among kept ops is
       dense: 220 ops have over 200 neighbours);
-  hops 2: 218 to 5,103 ops, 281 to 11,132 edges, up to 439 neighbours.
+  prune_hops 2: 218 to 5,103 ops, 281 to 11,132 edges, up to 439 neighbours.
 Every padded row goes through the model (XLA's code computes what the shapes say), so a call
 costs its bucket's size, not the graph's: the buckets double from 64 ops (the sample's 38 to 62
-at hops 0 fill the first; nlp's 848 fills 83% of the 1,024-op one) to 4,096, with two edges per
+at prune_hops 0 fill the first; nlp's 848 fills 83% of the 1,024-op one) to 4,096, with two edges per
 op and as many configurable ops as ops but at most 2,048. A chunk holds N x C op states per
 layer; C shrinks as N grows so that they stay within a core's cache (N C = 2,048 rows).
 A graph whose pruned size exceeds the largest bucket is refused (TPU_GRAPHS_TOO_LARGE) rather than
@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -85,26 +85,27 @@ _SIGNATURE = re.compile(r"static_layout_h(\d+)_n(\d+)_e(\d+)_k(\d+)_c(\d+)")
 @dataclasses.dataclass(frozen=True)
 class LayoutBucket:
   """Padded sizes of one bucket's two static signatures: N pruned ops, E pruned edges, K
-  configurable ops, C configs per chunk; for graphs pruned with `hops`."""
-  hops: int
+  configurable ops, C configs per chunk; for graphs pruned with `prune_hops`."""
+  prune_hops: int
   nodes: int
   edges: int
   configurable: int
   configs: int
+  kind: ClassVar[str] = "layout"
 
   @property
   def signature_name(self) -> str:
     """The chunk signature's name (which names the whole bucket)."""
-    return f"static_layout_h{self.hops}_n{self.nodes}_e{self.edges}_k{self.configurable}_c{self.configs}"
+    return f"static_layout_h{self.prune_hops}_n{self.nodes}_e{self.edges}_k{self.configurable}_c{self.configs}"
 
   @property
   def context_signature_name(self) -> str:
-    return f"static_layout_context_h{self.hops}_n{self.nodes}_e{self.edges}"
+    return f"static_layout_context_h{self.prune_hops}_n{self.nodes}_e{self.edges}"
 
   @property
   def rows_signature_name(self) -> str:
     """The rows signature's name, the same for every bucket of a model."""
-    return f"static_layout_rows_h{self.hops}"
+    return f"static_layout_rows_h{self.prune_hops}"
 
   @classmethod
   def from_signature_name(cls, name: str) -> Optional["LayoutBucket"]:
@@ -112,13 +113,33 @@ class LayoutBucket:
     match = _SIGNATURE.fullmatch(name)
     return cls(*map(int, match.groups())) if match else None
 
+  def programs(self) -> list[tuple[str, str]]:
+    """(signature, C++ class) of each program the bucket calls in a native library: its context,
+    the rows program (every bucket's the same) and its chunk."""
+    graph = f"H{self.prune_hops}N{self.nodes}E{self.edges}"
+    return [(self.context_signature_name, f"LayoutContext{graph}"),
+            (self.rows_signature_name, f"LayoutRowsH{self.prune_hops}"),
+            (self.signature_name, f"LayoutChunk{graph}K{self.configurable}C{self.configs}")]
+
+  header_macro: ClassVar[str] = "TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET"  # buckets.h's list (native/layout_library.cc)
+
+  @property
+  def header_sizes(self) -> tuple[int, ...]:
+    """The sizes each entry of header_macro gives after its classes."""
+    return dataclasses.astuple(self)
+
+  # Constants buckets.h defines for the library's code.
+  header_defines: ClassVar[str] = (f"#define TPU_GRAPHS_NEIGHBOUR_SLOTS {NEIGHBOUR_SLOTS}\n"
+                                   f"#define TPU_GRAPHS_HUB_ROWS {HUB_ROWS}\n"
+                                   f"#define TPU_GRAPHS_ROWS_PER_CALL {ROWS_PER_CALL}\n")
+
 
 # (pruned ops, pruned edges, configurable ops, configs per chunk), smallest first (see the module docstring).
 LAYOUT_SIZES = tuple((nodes, 2 * nodes, min(nodes, 2048), max(1, min(32, 2048 // nodes)))
                      for nodes in (64, 128, 256, 512, 1024, 2048, 4096))
-def layout_buckets(hops: int) -> tuple[LayoutBucket, ...]:
-  """The buckets of a model pruning with `hops`, smallest first."""
-  return tuple(LayoutBucket(hops, *sizes) for sizes in LAYOUT_SIZES)
+def layout_buckets(prune_hops: int) -> tuple[LayoutBucket, ...]:
+  """The buckets of a model pruning with `prune_hops`, smallest first."""
+  return tuple(LayoutBucket(prune_hops, *sizes) for sizes in LAYOUT_SIZES)
 
 
 def _table_specs(bucket: LayoutBucket) -> tuple[tf.TensorSpec, ...]:

@@ -8,7 +8,7 @@ row (a dynamic slice, an add and a dynamic update per trip), 22 such loops per c
 for the default model. Its reductions over the leading axis fare little better: fused with what
 produces their input, each output element becomes a chain of dependent scalar additions. Here the
 model's own layers (its weights, called as the model calls them) run on the bucket's arrays
-(static_layout.py) with neither:
+(layout_shapes.py) with neither:
 
 * messages pooled along `feeds` through neighbour tables (NeighbourTable): a few gathers of
   whole rows added together, one vectorized loop, and a small matrix product for the rare op with
@@ -53,7 +53,7 @@ _SUMMED_ROWS = 8
 
 
 class NeighbourTable:
-  """Sums and means over each op's edges in one direction of `feeds` (static_layout's neighbour
+  """Sums and means over each op's edges in one direction of `feeds` (layout_shapes' neighbour
   tables): NEIGHBOUR_SLOTS gathers added, plus a matrix product for the hubs' other edges,
   gathered to the hubs."""
 
@@ -143,7 +143,7 @@ def _graph_norm(norm: layout_model.GraphNorm, graph: PaddedGraph, states: tf.Ten
 
 
 def op_context(op_context_layer: layout_model.OpContext, arrays: dict) -> tf.Tensor:
-  """(N, units) OpContext of a bucket's graph (static_layout.context_input_specs, by name); filler
+  """(N, units) OpContext of a bucket's graph (layout_shapes.context_input_specs, by name); filler
   rows hold values nobody reads."""
   graph = PaddedGraph(arrays)
   layer = op_context_layer
@@ -168,14 +168,14 @@ def _edge_copy_counts(graph: PaddedGraph, values: tf.Tensor, configured: tf.Tens
 
 def config_row_states(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.Tensor:
   """(R, config units) ConfigScorer.row_states of config rows given their ops' features and opcodes
-  (static_layout.rows_input_specs, by name)."""
+  (layout_shapes.rows_input_specs, by name)."""
   ops = layout_model.row_op_inputs(arrays["node_feat"], arrays["node_opcode"])
   return config_scorer.row_states(arrays["node_config_feat"], ops)
 
 
 def config_scores(config_scorer: layout_model.ConfigScorer, arrays: dict) -> tf.Tensor:
   """(C,) ConfigScorer scores of a chunk of configs of a bucket's graph given its op context and the
-  states of its config rows (static_layout.chunk_input_specs, by name), 0 past num_configs. Filler
+  states of its config rows (layout_shapes.chunk_input_specs, by name), 0 past num_configs. Filler
   rows may hold anything."""
   layer = config_scorer
   graph = PaddedGraph(arrays)

@@ -1,5 +1,5 @@
 """A trained model as one native shared library with a C interface, as LLVM's MLGO release mode
-embeds its policies: the static signatures (tile: static_shapes.py; layout: static_layout.py) of
+embeds its policies: the static signatures (tile: tile_shapes.py; layout: layout_shapes.py) of
 the model's SavedModel compiled ahead of time by XLA, the weights frozen into the program, linked with
 the XLA AOT runtime (and, for layout, the host-side pruning, native/library/layout_pruning.cc) and the C++
 featurizer (native/hlo, for tpu_graphs_rank_module: a serialized module in, its best configs out) into
@@ -19,7 +19,7 @@ are those it was compiled from, and compiled again otherwise (compile_again_if_s
 A training run's export (<run>/export) leaves the static signatures out, since tracing them costs
 every run seconds: the library's work folder then gets the run's best model exported again with
 them (saved_model.export_run, from the run's config.json and best weights), which is compiled and
-removed. An export that holds them (saved_model.export(..., static_signatures=True)) is compiled as it is.
+removed. An export that holds them (saved_model.export(..., signatures.static_functions)) is compiled as it is.
 
 The runtime archive is the wheel's own runtime sources (tensorflow/xla_aot_runtime_src) built by
 Bazel (`bazel build //native:all`). The model's programs are compiled once per CPU level (CPUS),
@@ -47,9 +47,10 @@ import tempfile
 from typing import Callable, Optional, Sequence, Union
 
 from tpu_graphs.data import errors, storage
-from tpu_graphs.export import saved_model, static_layout, static_shapes
+from tpu_graphs.export import saved_model
+from tpu_graphs.export.aot import layout_shapes, signatures, tile_shapes
 
-NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[2] / "native"
+NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[3] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
 # The featurizer and tpu_graphs_rank_module, built by Bazel beside the runtime archive (//native:featurizer_archive).
 FEATURIZER_ARCHIVE = "libtpu_graphs_featurizer.a"
@@ -74,16 +75,22 @@ XLA_FLAGS = ("--xla_cpu_enable_fast_math=true --xla_backend_extra_options=xla_fo
              "--xla_cpu_multi_thread_eigen=false")
 
 
-Bucket = Union[static_shapes.Bucket, static_layout.LayoutBucket]
+# A bucket of either kind: each type says its programs' signatures and C++ classes, and what the
+# library's buckets.h lists of it (header_macro, header_sizes, header_defines).
+Bucket = Union[tile_shapes.TileBucket, layout_shapes.LayoutBucket]
+BUCKET_TYPES = (tile_shapes.TileBucket, layout_shapes.LayoutBucket)
+
+
+def _buckets_named(names) -> list[Bucket]:
+  """The buckets whose signatures are among `names` (tile or layout), smallest first."""
+  buckets = [bucket for bucket_type in BUCKET_TYPES for bucket in map(bucket_type.from_signature_name, names) if bucket]
+  return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
 
 
 def static_buckets(export_dir: Union[str, os.PathLike]) -> list[Bucket]:
   """The static signatures of a SavedModel (tile or layout), smallest first; [] where it has none."""
   from tensorflow.python.tools import saved_model_utils  # pylint: disable=g-import-not-at-top
-  names = saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def
-  buckets = [bucket for bucket in map(static_shapes.Bucket.from_signature_name, names) if bucket]
-  buckets += [bucket for bucket in map(static_layout.LayoutBucket.from_signature_name, names) if bucket]
-  return sorted(buckets, key=lambda bucket: (bucket.nodes, bucket.edges))
+  return _buckets_named(saved_model_utils.get_meta_graph_def(os.fspath(export_dir), "serve").signature_def)
 
 
 def _refuse_unprunable(model: str) -> errors.InputError:
@@ -94,28 +101,12 @@ def _refuse_unprunable(model: str) -> errors.InputError:
 
 
 def _is_layout(buckets: list[Bucket]) -> bool:
-  return isinstance(buckets[0], static_layout.LayoutBucket)
-
-
-def _classes(bucket: Bucket) -> list[tuple[str, str]]:
-  """(signature, C++ class) of each compiled program a bucket calls: a tile bucket's one, or a
-  split one's kernel half, configs half and join (the last two every bucket's the same); a layout
-  bucket's context, the rows program (every bucket's the same) and its chunk."""
-  if isinstance(bucket, static_layout.LayoutBucket):
-    graph = f"H{bucket.hops}N{bucket.nodes}E{bucket.edges}"
-    return [(bucket.context_signature_name, f"LayoutContext{graph}"),
-            (bucket.rows_signature_name, f"LayoutRowsH{bucket.hops}"),
-            (bucket.signature_name, f"LayoutChunk{graph}K{bucket.configurable}C{bucket.configs}")]
-  if bucket.split:
-    return [(bucket.signature_name, f"TileKernelN{bucket.nodes}E{bucket.edges}"),
-            (bucket.configs_signature_name, f"TileConfigsC{bucket.configs}"),
-            (bucket.join_signature_name, f"TileJoinC{bucket.configs}")]
-  return [(bucket.signature_name, f"TileN{bucket.nodes}E{bucket.edges}C{bucket.configs}")]
+  return buckets[0].kind == "layout"
 
 
 def _programs(buckets: list[Bucket]) -> list[tuple[str, str]]:
   """(signature, C++ class) of every compiled program of the buckets, each once."""
-  return list(dict.fromkeys(program for bucket in buckets for program in _classes(bucket)))
+  return list(dict.fromkeys(program for bucket in buckets for program in bucket.programs()))
 
 
 def _namespace(cpu: str) -> str:
@@ -129,7 +120,7 @@ def _compile_levels_in_fresh_processes(export_dir: str, aot_dir: pathlib.Path, c
   Python (as many at once as there are cores): XLA reads its flags once per process, so where
   this one has compiled before (a jit-compiled step, an earlier model) they would go unread,
   aot_compile_cpu's own single-threading flag included. Calls `compiled(cpu)` as each level ends."""
-  program = ("import sys; from tpu_graphs.export import native_library as n; "
+  program = ("import sys; from tpu_graphs.export.aot import native_library as n; "
              "d, a, c = sys.argv[1:]; n._compile_signatures(d, n.static_buckets(d), n.pathlib.Path(a), c)")
   environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path)),
                  "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {XLA_FLAGS}".strip()}
@@ -246,16 +237,10 @@ def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
   includes = "".join(f'#include "aot/{_namespace(cpu)}/{class_name}.h"\n'
                      for cpu in cpus for _, class_name in _programs(buckets))
   levels = " ".join(f'X(tpu_graphs_native::{_namespace(cpu)}, "{cpu}")' for cpu in cpus)
-  sizes = lambda b: dataclasses.astuple(b) if _is_layout(buckets) else (b.nodes, b.edges, b.configs)
-  entries = " ".join(f"X({', '.join(f'LEVEL::{name}' for _, name in _classes(b))}, "
-                     f"{', '.join(map(str, sizes(b)))})" for b in buckets)
-  macro = ("TPU_GRAPHS_FOR_EACH_LAYOUT_BUCKET" if _is_layout(buckets) else
-           "TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET" if buckets[0].split else "TPU_GRAPHS_FOR_EACH_BUCKET")
-  tables = (f"#define TPU_GRAPHS_NEIGHBOUR_SLOTS {static_layout.NEIGHBOUR_SLOTS}\n"
-            f"#define TPU_GRAPHS_HUB_ROWS {static_layout.HUB_ROWS}\n"
-            f"#define TPU_GRAPHS_ROWS_PER_CALL {static_layout.ROWS_PER_CALL}\n") if _is_layout(buckets) else ""
-  return (f"// Written by tpu_graphs/export/native_library.py.\n{includes}{tables}"
-          f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {macro}(X, LEVEL) {entries}\n")
+  entries = " ".join(f"X({', '.join(f'LEVEL::{name}' for _, name in b.programs())}, "
+                     f"{', '.join(map(str, b.header_sizes))})" for b in buckets)
+  return (f"// Written by tpu_graphs/export/aot/native_library.py.\n{includes}{buckets[0].header_defines}"
+          f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {buckets[0].header_macro}(X, LEVEL) {entries}\n")
 
 
 def library_sources(kind: str) -> list[pathlib.Path]:
@@ -334,7 +319,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     if not static_buckets(export_dir):  # a training run's export: its model again, with static signatures
       progress(0, steps, "export with static signatures")
       compiled = str(work / "static_export")
-      saved_model.export_run(storage.parent(export_dir), compiled, static_signatures=True)
+      saved_model.export_run(storage.parent(export_dir), compiled, signatures.static_functions)
     buckets = static_buckets(compiled)
     if not buckets:
       raise _refuse_unprunable(export_dir)
@@ -355,7 +340,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpus": cpus,
         "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),
-        "kind": "layout" if _is_layout(buckets) else "tile",
+        "kind": buckets[0].kind,
         "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
@@ -389,9 +374,7 @@ def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathL
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   native_dir, output = pathlib.Path(native_dir), pathlib.Path(output)
   compiled = json.loads((native_dir / "buckets.json").read_text())
-  bucket_class = static_layout.LayoutBucket if compiled["kind"] == "layout" else static_shapes.Bucket
-  names = {field.name for field in dataclasses.fields(bucket_class)}
-  buckets = [bucket_class(**{name: value for name, value in b.items() if name in names}) for b in compiled["buckets"]]
+  buckets = _buckets_named([b["signature"] for b in compiled["buckets"]])
   runtime_archive = pathlib.Path(runtime_dir) / RUNTIME_ARCHIVE
   output.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory() as work:

@@ -1,4 +1,4 @@
-"""Static-shape scoring signatures a compiler can compile ahead of time (XLA AOT).
+"""Static-shape tile scoring signatures a compiler can compile ahead of time (XLA AOT): the buckets.
 
 `saved_model_cli aot_compile_cpu` (tfcompile) turns a signature into one C++ class, but only for
 inputs of fixed shapes. A tile kernel is therefore sent in a *bucket*: its arrays padded to the
@@ -9,7 +9,7 @@ bucket's rows, with the real counts beside them:
     -> scores (C,) float32; only the first num_configs are meaningful.
 
 A late-join model (the default) runs its layers on the arrays directly, arranged for one small
-kernel, with the rows past the counts masked (static_tile_scores.py: half the arithmetic or
+kernel, with the rows past the counts masked (tile_scores.py: half the arithmetic or
 less), and in three programs rather than one (a *split* bucket), so that a caller can run the
 kernel's half and the configs' half at once on two cores (native/library/tile_library.cc):
 
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Optional
+from typing import ClassVar, Optional
 
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
@@ -53,13 +53,14 @@ _SIGNATURE = re.compile(r"static_tile(_kernel)?_n(\d+)_e(\d+)_c(\d+)")
 
 
 @dataclasses.dataclass(frozen=True)
-class Bucket:
+class TileBucket:
   """Padded sizes of one bucket: N ops, E edges, C configs per call; `split`: a late-join model's
   three programs (see the module docstring), else one."""
   nodes: int
   edges: int
   configs: int
   split: bool = False
+  kind: ClassVar[str] = "tile"
 
   @property
   def signature_name(self) -> str:
@@ -77,23 +78,45 @@ class Bucket:
     return f"static_tile_join_c{self.configs}"
 
   @classmethod
-  def from_signature_name(cls, name: str) -> Optional["Bucket"]:
+  def from_signature_name(cls, name: str) -> Optional["TileBucket"]:
     """The bucket a whole or kernel signature's name describes, or None for another signature."""
     match = _SIGNATURE.fullmatch(name)
     return cls(*map(int, match.groups()[1:]), split=match.group(1) is not None) if match else None
 
+  def programs(self) -> list[tuple[str, str]]:
+    """(signature, C++ class) of each program the bucket calls in a native library: the whole
+    program, or a split bucket's kernel half, configs half and join (the last two every bucket's
+    the same)."""
+    if not self.split:
+      return [(self.signature_name, f"TileN{self.nodes}E{self.edges}C{self.configs}")]
+    return [(self.signature_name, f"TileKernelN{self.nodes}E{self.edges}"),
+            (self.configs_signature_name, f"TileConfigsC{self.configs}"),
+            (self.join_signature_name, f"TileJoinC{self.configs}")]
+
+  @property
+  def header_macro(self) -> str:
+    """The macro of the native library's buckets.h that lists buckets of this type
+    (native/model_library.cc), and the sizes each entry gives after its classes."""
+    return "TPU_GRAPHS_FOR_EACH_SPLIT_BUCKET" if self.split else "TPU_GRAPHS_FOR_EACH_BUCKET"
+
+  @property
+  def header_sizes(self) -> tuple[int, ...]:
+    return (self.nodes, self.edges, self.configs)
+
+  header_defines: ClassVar[str] = ""  # constants buckets.h defines for the library's code: none
+
 
 CONFIGS_PER_CALL = 128
-TILE_BUCKETS = tuple(Bucket(nodes, 2 * nodes, CONFIGS_PER_CALL) for nodes in (16, 32, 64, 128, 512))
+TILE_BUCKETS = tuple(TileBucket(nodes, 2 * nodes, CONFIGS_PER_CALL) for nodes in (16, 32, 64, 128, 512))
 SPLIT_TILE_BUCKETS = tuple(dataclasses.replace(bucket, split=True) for bucket in TILE_BUCKETS)
 COUNT_NAMES = ("num_nodes", "num_edges", "num_configs")
 
 
-def _config_spec(bucket: Bucket) -> tf.TensorSpec:
+def _config_spec(bucket: TileBucket) -> tf.TensorSpec:
   return tf.TensorSpec([bucket.configs, graphs.TILE_CONFIG_FEATURE_WIDTH], tf.float32, "config_feat")
 
 
-def input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
+def input_specs(bucket: TileBucket) -> tuple[tf.TensorSpec, ...]:
   """The whole program's inputs, in argument order."""
   return (tf.TensorSpec([bucket.nodes, graphs.NODE_FEATURE_WIDTH], tf.float32, "node_feat"),
           tf.TensorSpec([bucket.nodes], tf.uint8, "node_opcode"),
@@ -102,17 +125,17 @@ def input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
           *(tf.TensorSpec([], tf.int32, name) for name in COUNT_NAMES))
 
 
-def kernel_input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
+def kernel_input_specs(bucket: TileBucket) -> tuple[tf.TensorSpec, ...]:
   """A split bucket's kernel half's inputs, in argument order."""
   return (*input_specs(bucket)[:3], *(tf.TensorSpec([], tf.int32, name) for name in COUNT_NAMES[:2]))
 
 
-def configs_input_specs(bucket: Bucket) -> tuple[tf.TensorSpec, ...]:
+def configs_input_specs(bucket: TileBucket) -> tuple[tf.TensorSpec, ...]:
   """A split bucket's configs half's inputs."""
   return (_config_spec(bucket),)
 
 
-def join_input_specs(bucket: Bucket, units: int) -> tuple[tf.TensorSpec, ...]:
+def join_input_specs(bucket: TileBucket, units: int) -> tuple[tf.TensorSpec, ...]:
   """A split bucket's join's inputs: the two halves' outputs and the count of real configs."""
   return (tf.TensorSpec([units], tf.float32, "kernel_part"),
           tf.TensorSpec([bucket.configs, units], tf.float32, "config_part"),
