@@ -61,8 +61,8 @@ NATIVE_DIR_NAME = "native"
 # library runs on any x86-64 and takes the newest level the CPU has (layout_library.cc,
 # tile_library.cc). LLVM tunes x86-64-v4 code for 256-bit vectors (Intel's preference, whose
 # cores lower their clock for 512-bit ones); without that preference the AVX-512 level vectorizes
-# 512 bits wide, which made the default layout model's calls 1.4x as fast on this project's
-# AVX-512 machine (AMD Zen 5, benchmarks/results/native_layout.md).
+# 512 bits wide, which made the default layout model's calls faster on the AVX-512 machine this
+# project measures on (AMD Zen 5; benchmarks/native.py times each level).
 CPUS = {"x86-64": ("", ""), "x86-64-v3": ("haswell", ""), "x86-64-v4": ("x86-64-v4", "-prefer-256-bit")}
 # Only the C interface leaves the library; the runtime's and the model's symbols stay inside, so
 # a compiler that links its own XLA does not clash with them.
