@@ -110,12 +110,12 @@ def _distinct_layouts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     node = np.broadcast_to(np.arange(block.shape[1]), block.shape[:2]).reshape(-1)
     flat = block.reshape(-1, words)
     order = np.lexsort([flat[:, w] for w in reversed(range(words))] + [node])
-    in_order = flat[order]
+    in_order, node_in_order = flat[order], node[order]
     starts_row = np.ones(order.size, bool)
-    starts_row[1:] = (node[order][1:] != node[order][:-1]) | np.any(in_order[1:] != in_order[:-1], axis=1)
+    starts_row[1:] = (node_in_order[1:] != node_in_order[:-1]) | np.any(in_order[1:] != in_order[:-1], axis=1)
     inverse = np.empty(order.size, np.int64)
     inverse[order] = np.cumsum(starts_row) - 1
-    block_counts = np.bincount(node[order][starts_row], minlength=block.shape[1])
+    block_counts = np.bincount(node_in_order[starts_row], minlength=block.shape[1])
     starts = np.cumsum(block_counts) - block_counts
     categories[:, first:first + block.shape[1]] = inverse.reshape(block.shape[:2]) - starts[np.newaxis, :]
     counts[first:first + block.shape[1]] = block_counts
