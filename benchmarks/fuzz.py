@@ -20,7 +20,7 @@ Each target runs for --minutes or --runs executions, whichever comes first, unde
 with libFuzzer's memory limits (--rss_limit_mb, --malloc_limit_mb) and a per-input --timeout; a
 crash, a leak, an out-of-memory, a timeout or a sanitizer report is a finding. Its input is kept
 in native/fuzz/regressions/<target>/, which every later run replays first and Bazel replays in
-scripts/test (//native/fuzz:*_regressions, tests/test_native.py for the library targets). Seeds are
+scripts/test (//native/fuzz:*_regressions, tests/native/test_native.py for the library targets). Seeds are
 written at run time from the real sample ($TPUGRAPHS_SAMPLE_DIR, docs/real-data.md), the embedded
 generated files and XLA's own dumps of a few Keras programs (tpu_graphs/hlo/xla_dumps.py); the
 corpus grows in out/fuzz/corpus/<target>/ from run to run.

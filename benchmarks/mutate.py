@@ -45,18 +45,18 @@ from tpu_graphs.data import locations
 # Each core module and its quick tests (pytest arguments from the repository root): the tests that
 # exist to catch its bugs. Modules whose only tests are end to end are left out (see NOT_RUN).
 CORE_TESTS = {
-    "tpu_graphs/data/graphs.py": ["tests/test_graphs.py", "tests/test_npz.py"],
-    "tpu_graphs/data/npz.py": ["tests/test_npz.py", "tests/test_graphs.py"],
-    "tpu_graphs/data/readers.py": ["tests/test_readers.py"],
-    "tpu_graphs/data/config_dedup.py": ["tests/test_config_dedup.py"],
-    "tpu_graphs/data/config_split.py": ["tests/test_config_split.py"],
-    "tpu_graphs/data/predictions.py": ["tests/test_predictions.py", "tests/test_submission.py"],
-    "tpu_graphs/train/metrics.py": ["tests/test_metrics.py"],
-    "tpu_graphs/train/losses.py": ["tests/test_losses.py"],
-    "baselines/submission.py": ["tests/test_submission.py"],
-    "tpu_graphs/hlo/features.py": ["tests/test_features.py", "tests/test_feature_spec.py", "tests/test_featurize.py"],
-    "tpu_graphs/hlo/candidates.py": ["tests/test_candidate_configs.py"],
-    "tpu_graphs/models/layout_preprocessing.py": ["tests/test_layout_preprocessing.py", "-k", "pruning"],
+    "tpu_graphs/data/graphs.py": ["tests/data/test_graphs.py", "tests/data/test_npz.py"],
+    "tpu_graphs/data/npz.py": ["tests/data/test_npz.py", "tests/data/test_graphs.py"],
+    "tpu_graphs/data/readers.py": ["tests/data/test_readers.py"],
+    "tpu_graphs/data/config_dedup.py": ["tests/data/test_config_dedup.py"],
+    "tpu_graphs/data/config_split.py": ["tests/data/test_config_split.py"],
+    "tpu_graphs/data/predictions.py": ["tests/data/test_predictions.py", "tests/programs/test_submission.py"],
+    "tpu_graphs/train/metrics.py": ["tests/train/test_metrics.py"],
+    "tpu_graphs/train/losses.py": ["tests/train/test_losses.py"],
+    "baselines/submission.py": ["tests/programs/test_submission.py"],
+    "tpu_graphs/hlo/features.py": ["tests/hlo/test_features.py", "tests/hlo/test_feature_spec.py", "tests/hlo/test_featurize.py"],
+    "tpu_graphs/hlo/candidates.py": ["tests/hlo/test_candidates.py"],
+    "tpu_graphs/models/layout_preprocessing.py": ["tests/models/test_layout_preprocessing.py", "-k", "pruning"],
 }
 # Modules of which only some top-level functions and classes are core: the rest is mutated by no
 # run (mutmut's "skipped"), and counted apart. Layout pruning is one part of layout_preprocessing.

@@ -1,5 +1,5 @@
 """Both featurizers on one input: the npz files //native:featurize writes (a fresh process) against
-the Python featurizer's graphs, for tests/test_native_featurizer.py and tests/test_native_zoo.py."""
+the Python featurizer's graphs, for tests/native/test_native_featurizer.py and tests/native/test_native_zoo.py."""
 
 import pathlib
 import subprocess

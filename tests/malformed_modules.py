@@ -1,5 +1,5 @@
 """Malformed HLO modules, each with the message (a regular expression) both featurizers refuse it
-with: the Python one (tests/test_faults.py) and the C++ one (tests/test_native_featurizer.py)."""
+with: the Python one (tests/hlo/test_module_check.py) and the C++ one (tests/native/test_native_featurizer.py)."""
 
 from __future__ import annotations
 

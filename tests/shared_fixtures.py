@@ -34,7 +34,7 @@ from tpu_graphs.data import convert, npz
 
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 # tile_run's settings: a model and a run as small as still train (2 epochs, so that a run killed
-# in its second epoch can resume from the first one's checkpoint; tests/test_faults.py).
+# in its second epoch can resume from the first one's checkpoint; tests/programs/test_faults.py).
 TILE_RUN_FLAGS = ["--epochs=2", "--batch_size=4", "--configs_per_graph=8", "--units=16", "--layers=1",
                   "--learning_rate=3e-3", "--patience=3"]
 TILE_RUN_GRAPHS = {"train": 24, "valid": 4, "test": 2}

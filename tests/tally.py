@@ -1,6 +1,6 @@
 """The tally scripts/test ends with: test functions passed, failed and skipped.
 
-Bazel's own summary counts targets, one line each (`//tests:test_npz  (cached) PASSED in 3.1s`); a
+Bazel's own summary counts targets, one line each (`//tests/data:test_npz  (cached) PASSED in 3.1s`); a
 target whose every test skipped reads PASSED there. So the tally reads, for each target of that
 summary, the JUnit XML it left (bazel-testlogs/<package>/<target>/test.xml: pytest's, written
 through tests/conftest.py, or the one Bazel writes for a target that wrote none), cached results
@@ -29,7 +29,7 @@ NOT_RUN = ("NO STATUS", "SKIPPED")
 
 @dataclasses.dataclass(frozen=True)
 class TargetResult:
-  """One line of Bazel's summary: `//tests:test_npz  (cached) PASSED in 3.1s`."""
+  """One line of Bazel's summary: `//tests/data:test_npz  (cached) PASSED in 3.1s`."""
   package: str
   name: str
   status: str

@@ -1,5 +1,5 @@
 // The dataset's opcode numbering: HLO opcode name -> the uint8 id a TpuGraphs file stores in
-// node_opcode. The same frozen list as tpu_graphs/hlo/opcodes.py (tests/test_native_featurizer.py
+// node_opcode. The same frozen list as tpu_graphs/hlo/opcodes.py (tests/native/test_native_featurizer.py
 // compares the two).
 #ifndef TPU_GRAPHS_NATIVE_HLO_OPCODES_H_
 #define TPU_GRAPHS_NATIVE_HLO_OPCODES_H_

@@ -3,7 +3,7 @@
 Every column the featurizer writes (140 node features, 24 tile config values, 18 layout config
 values per configurable node) is a row of one of the FeatureGroup tables in features.py, and so is
 every row of the document: a change of a column's index, name or meaning in the code changes the
-rendered document, and tests/test_feature_spec.py fails until docs/features.md is regenerated:
+rendered document, and tests/hlo/test_feature_spec.py fails until docs/features.md is regenerated:
 
   .venv/bin/python -m tpu_graphs.hlo.feature_spec > docs/features.md
 """
@@ -23,13 +23,13 @@ What each number of a TpuGraphs graph means and how it is computed from an XLA H
 enough to reimplement the featurizer and to read a model's inputs. The columns are those of the
 public release's npz files; `tpu_graphs/hlo/featurize.py` computes them from protos with the
 tables in `tpu_graphs/hlo/features.py`, and `native/hlo` computes the same arrays in C++ (what a
-compiler links, [compiler.md](compiler.md)), bit for bit: tests/test_native_featurizer.py and
-tests/test_native_zoo.py compare the two on the real sample's protos, on modules XLA dumps itself
+compiler links, [compiler.md](compiler.md)), bit for bit: tests/native/test_native_featurizer.py and
+tests/native/test_native_zoo.py compare the two on the real sample's protos, on modules XLA dumps itself
 and on every program of the generated zoo.
 
 This file is generated from those tables; do not edit it by hand. After changing a table, run
 
-<!-- doc-test: skip: rewrites this file; tests/test_feature_spec.py checks that it is current -->
+<!-- doc-test: skip: rewrites this file; tests/hlo/test_feature_spec.py checks that it is current -->
 ```sh
 .venv/bin/python -m tpu_graphs.hlo.feature_spec > docs/features.md
 ```

@@ -3,7 +3,7 @@
 The release numbers opcodes with its own frozen list (id 0 reserved for unknown, two ids retired),
 not with whatever order XLA's HloOpcode enum has today, so a model trained on the release reads
 new graphs the same way. The ids below are that list; parity with the release's npz files is
-checked in tests/test_featurize.py.
+checked in tests/hlo/test_featurize.py.
 """
 
 from __future__ import annotations

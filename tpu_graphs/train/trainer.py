@@ -230,7 +230,7 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   # A run trains as in a fresh process even after others in this one. Keras's global name counters
   # name the step's ops, and a run after another one in a process summed in another order (its loss
-  # differed in the 7th digit), which tests/test_quickstart.py compares with a main job's worker.
+  # differed in the 7th digit), which tests/programs/test_quickstart.py compares with a main job's worker.
   tf.keras.backend.clear_session()
   tf.keras.utils.set_random_seed(config.seed)
   spec = training_inputs.graph_spec(replicas, static_padding)

@@ -24,7 +24,7 @@ model's own layers (its weights, called as the model calls them) run on the buck
 Op states are (N, C, units) per chunk, ops outermost, so that a gather moves whole rows of
 C x units floats and every Dense layer is one (N C, units) matrix product. The arithmetic is the
 model's (scores equal the plain signature's up to the order of float additions,
-tests/test_saved_model.py); reading the model's sublayers ties this module to the layer structure
+tests/export/test_saved_model.py); reading the model's sublayers ties this module to the layer structure
 of layout_model.OpContext and ConfigScorer, whose types layout_model.context_and_scores checks.
 """
 

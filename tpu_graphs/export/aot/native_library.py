@@ -259,7 +259,7 @@ def link_command(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket
   library's sources into `output`, reading its scratch files (buckets.h, exported.map) from
   `work`. `compiler`: the command and flags of the compiler (its flags come after the library's
   own, so they win: -O1, -Wl,-z,undefs). Every system tool and library it names is one that
-  scripts/system_packages.txt installs (tests/test_system_packages.py)."""
+  scripts/system_packages.txt installs (tests/project/test_system_packages.py)."""
   objects = [str(aot_dir / _namespace(cpu) / f"{class_name}.o") for cpu in cpus for _, class_name in _programs(buckets)]
   sources = [str(source) for source in library_sources("layout" if _is_layout(buckets) else "tile")]
   return [compiler[0], "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=1",
@@ -370,7 +370,7 @@ def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathL
   and buckets.json) again into `output`, the same sources compiled by `compiler` (a command and
   its flags, e.g. ("g++", "-fsanitize=thread")) and linked with `featurizer_archive` (default the
   one in `runtime_dir`): the library instrumented by a sanitizer, for the fuzz targets
-  (benchmarks/fuzz.py) and tests/test_native.py's ThreadSanitizer test. Returns `output`."""
+  (benchmarks/fuzz.py) and tests/native/test_native.py's ThreadSanitizer test. Returns `output`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   native_dir, output = pathlib.Path(native_dir), pathlib.Path(output)
   compiled = json.loads((native_dir / "buckets.json").read_text())

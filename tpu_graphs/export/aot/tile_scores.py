@@ -19,7 +19,7 @@ them) run on the kernel's arrays with the arithmetic arranged for one small kern
 
 For the 15-op kernel of benchmarks/native.py in a 16-op bucket, that is 2.1 million
 multiply-adds per call of 128 configs instead of 4.6 million in the 32-op bucket before.
-Scores equal the model's up to the order of float additions (tests/test_tile_scores.py).
+Scores equal the model's up to the order of float additions (tests/export/test_tile_scores.py).
 `late_join_layers` returns None for other models (early join, an unknown layer), which the export
 compiles on the padded GraphTensor instead (tile_shapes.padded_tile_graph), as one program.
 """
