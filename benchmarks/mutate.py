@@ -48,6 +48,7 @@ CORE_TESTS = {
     "tpu_graphs/data/graphs.py": ["tests/data/test_graphs.py", "tests/data/test_npz.py"],
     "tpu_graphs/data/npz.py": ["tests/data/test_npz.py", "tests/data/test_graphs.py"],
     "tpu_graphs/data/readers.py": ["tests/data/test_readers.py"],
+    "tpu_graphs/data/example_encoding.py": ["tests/data/test_example_encoding.py"],
     "tpu_graphs/data/config_dedup.py": ["tests/data/test_config_dedup.py"],
     "tpu_graphs/data/config_split.py": ["tests/data/test_config_split.py"],
     "tpu_graphs/data/predictions.py": ["tests/data/test_predictions.py", "tests/programs/test_submission.py"],

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_gnn as tfgnn
 
-from tpu_graphs.data import graphs
+from tpu_graphs.data import example_encoding, graphs
 
 SCHEMA_DIR = pathlib.Path(__file__).resolve().parents[2] / "data" / "schemas"
 # Which pieces of the schema each record kind carries; the other record kind holds them empty.
@@ -133,8 +133,9 @@ def config_chunk_graph_tensor(graph: graphs.Graph, start: int, config_features: 
 
 
 def serialize(graph_tensor: tfgnn.GraphTensor) -> bytes:
-  """Deterministic tf.Example bytes (map fields in sorted order), so conversions are reproducible."""
-  return tfgnn.write_example(graph_tensor).SerializeToString(deterministic=True)
+  """Deterministic tf.Example bytes (map fields in sorted order), so conversions are reproducible:
+  tfgnn.write_example's, written from numpy at once (example_encoding)."""
+  return example_encoding.example_bytes(graph_tensor)
 
 
 def parse(kind: str, serialized: tf.Tensor) -> tfgnn.GraphTensor:
