@@ -213,7 +213,7 @@ def generate_tree(root: pathlib.Path, sizes, seed: int = 0) -> None:
     for name in names:
       program = zoo.Program(zoo.ARCHITECTURES_BY_NAME[name], 1, "f32")
       print(f"compiling {program.name} ...", flush=True)
-      compiled[name] = zoo.compile_program(program)
+      compiled[name] = zoo.compile_program(program, traced_inference=True)
   for collection, counts in RELEASE_FILES.items():
     kind, source = graphs.collection_kind(collection), collection.split(":")[1]
     for split, count in counts.items():

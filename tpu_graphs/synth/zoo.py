@@ -66,10 +66,11 @@ class Program:
 @dataclasses.dataclass(frozen=True)
 class CompiledProgram:
   """A program's HLO: `module` the inference step as traced (unoptimized), `optimized` that step
-  after XLA's passes (tile kernels), `training` the training step as traced (layout graphs)."""
+  after XLA's passes (tile kernels), `training` the training step as traced (layout graphs); None
+  where not asked for."""
 
   program: Program
-  module: hlo_pb2.HloModuleProto
+  module: Optional[hlo_pb2.HloModuleProto]
   optimized: Optional[hlo_pb2.HloModuleProto]
   training: Optional[hlo_pb2.HloModuleProto] = None
 
@@ -288,14 +289,14 @@ def training_input_shape(architecture: Architecture) -> tuple:
 
 
 def compile_model(model: tf.keras.Model, input_spec: tf.TensorSpec, program: Program,
-                  optimized: bool = True) -> CompiledProgram:
-  """Traces `model` on `input_spec` and asks XLA for the unoptimized and (if `optimized`, else
-  None) the optimized module of its inference step. The zoo's models have no Python control flow
+                  optimized: bool = True, traced: bool = True) -> CompiledProgram:
+  """Traces `model` on `input_spec` and asks XLA for the unoptimized (if `traced`) and optimized
+  (if `optimized`) modules of its inference step. The zoo's models have no Python control flow
   on tensors, so they are traced without autograph: the same modules, in less time."""
   forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True, autograph=False)
   return CompiledProgram(
       program=program,
-      module=from_tensorflow.hlo_module(forward, input_spec),
+      module=from_tensorflow.hlo_module(forward, input_spec) if traced else None,
       optimized=from_tensorflow.hlo_module(forward, input_spec, optimized=True) if optimized else None)
 
 
@@ -314,13 +315,14 @@ def _training_step(model: tf.keras.Model) -> Callable:
   return step
 
 
-def compile_program(program: Program) -> CompiledProgram:
-  """Builds and compiles one program of the zoo: its inference step (optimized too) and its
-  training step on training_batch_scale (TRAINING_BATCH_SCALE by default) times the batch of
-  training_input_shape inputs."""
+def compile_program(program: Program, traced_inference: bool = False) -> CompiledProgram:
+  """Builds and compiles one program of the zoo: its optimized inference step (and, with
+  `traced_inference`, that step as traced: generated files read the optimized step's kernels and
+  the training step alone) and its training step on training_batch_scale (TRAINING_BATCH_SCALE by
+  default) times the batch of training_input_shape inputs."""
   architecture = program.architecture
   spec = tf.TensorSpec((program.batch_size,) + architecture.input_shape, architecture.input_dtype)
-  compiled = compile_model(build_model(program), spec, program)
+  compiled = compile_model(build_model(program), spec, program, traced=traced_inference)
   shape = training_input_shape(architecture)
   training = from_tensorflow.hlo_module(
       _training_step(build_model(program, shape)),
