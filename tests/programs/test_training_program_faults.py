@@ -30,6 +30,8 @@ import shared_fixtures
 from tpu_graphs.data import errors
 from tpu_graphs.export import saved_model
 
+Call, Case, Workspace = fault_matrix.Call, fault_matrix.Case, fault_matrix.Workspace
+
 
 def _train_killed_and_resumed(root: pathlib.Path) -> list[str]:
   """Trains <root>/resumed as tile_run's run was trained, killed with SIGKILL after its first
@@ -50,28 +52,28 @@ def _train_killed_and_resumed(root: pathlib.Path) -> list[str]:
   return left
 
 
-def _run_copy(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> pathlib.Path:
+def _run_copy(workspace: Workspace, folder: pathlib.Path) -> pathlib.Path:
   """A copy of the trained run (finished: 2 epochs, checkpoints ckpt-1 and ckpt-2)."""
   shutil.copytree(workspace.run, folder / "run")
   return folder / "run"
 
 
-def _rerun_flags(workspace: fault_matrix.Workspace, run: pathlib.Path) -> list[str]:
+def _rerun_flags(workspace: Workspace, run: pathlib.Path) -> list[str]:
   return shared_fixtures.tile_run_flags(workspace.root, run)
 
 
-def prepare_changed_model_flags(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+def prepare_changed_model_flags(workspace: Workspace, folder: pathlib.Path) -> Call:
   flags = [*_rerun_flags(workspace, workspace.run), "--units=32"]
-  return fault_matrix.Call(flags, kept=[workspace.run / "config.json", workspace.run / "checkpoints", workspace.run / "export"])
+  return Call(flags, kept=[workspace.run / "config.json", workspace.run / "checkpoints", workspace.run / "export"])
 
 
 def _damaged_run(damage: Callable[[pathlib.Path], None]):
   """prepare() of a rerun of a copy of the trained run that `damage` changed; the copy's other
   files must survive the refusal."""
-  def prepare(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+  def prepare(workspace: Workspace, folder: pathlib.Path) -> Call:
     run = _run_copy(workspace, folder)
     damage(run)
-    return fault_matrix.Call(_rerun_flags(workspace, run), kept=[run])
+    return Call(_rerun_flags(workspace, run), kept=[run])
   return prepare
 
 
@@ -96,7 +98,7 @@ def _recorded_nan_learning_rate(run: pathlib.Path) -> None:
   (run / "config.json").write_text(json.dumps(config))
 
 
-def prepare_newest_checkpoint_damaged(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+def prepare_newest_checkpoint_damaged(workspace: Workspace, folder: pathlib.Path) -> Call:
   run = _run_copy(workspace, folder)
   _flip_a_byte(_checkpoint_data(run, 2))
 
@@ -107,28 +109,28 @@ def prepare_newest_checkpoint_damaged(workspace: fault_matrix.Workspace, folder:
         np.testing.assert_array_equal(resumed.get_tensor(name), whole.get_tensor(name), err_msg=name)
     assert (run / "history.json").read_text() == (workspace.run / "history.json").read_text()
 
-  return fault_matrix.Call(_rerun_flags(workspace, run), check=check)
+  return Call(_rerun_flags(workspace, run), check=check)
 
 
-def prepare_diverging_learning_rate(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+def prepare_diverging_learning_rate(workspace: Workspace, folder: pathlib.Path) -> Call:
   run = folder / "run"
 
   def check(completed):  # nothing of the diverged epoch was kept: no checkpoint, no best weights
     assert not list(run.glob("checkpoints/ckpt-*")) and not (run / "best").exists()
 
-  return fault_matrix.Call([*_rerun_flags(workspace, run), "--epochs=1", "--learning_rate=1e30"], check=check)
+  return Call([*_rerun_flags(workspace, run), "--epochs=1", "--learning_rate=1e30"], check=check)
 
 
-def prepare_layout_train_into_a_tile_run(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+def prepare_layout_train_into_a_tile_run(workspace: Workspace, folder: pathlib.Path) -> Call:
   run = _run_copy(workspace, folder)
 
   def check(completed):  # refused before converting or deduplicating into it
     assert not (run / "records").exists() and not (run / "dedup").exists()
 
-  return fault_matrix.Call([f"--out_dir={run}", "--epochs=1"], kept=[run], check=check)
+  return Call([f"--out_dir={run}", "--epochs=1"], kept=[run], check=check)
 
 
-def prepare_rerun_with_a_compiled_library(workspace: fault_matrix.Workspace, folder: pathlib.Path) -> fault_matrix.Call:
+def prepare_rerun_with_a_compiled_library(workspace: Workspace, folder: pathlib.Path) -> Call:
   """A finished run whose export/ the user compiled into native/ (as compile_native.py writes it,
   recording the weights it compiled): a rerun exports again and must keep native/ as it is."""
   run = _run_copy(workspace, folder)
@@ -137,22 +139,22 @@ def prepare_rerun_with_a_compiled_library(workspace: fault_matrix.Workspace, fol
   (native / "libtpu_graphs_model.so").write_bytes(b"\x7fELF the library the user compiled")
   (native / "buckets.json").write_text(json.dumps({"cpus": ["x86-64"], "weights": saved_model.weights_fingerprint(
       run / "export")}))
-  return fault_matrix.Call(_rerun_flags(workspace, run), kept=[native])
+  return Call(_rerun_flags(workspace, run), kept=[native])
 
 
 CASES = [
-    fault_matrix.Case("tiles_train_epochs_0", "tiles_train", fault_matrix.flags_only("--epochs=0", "--out_dir={case}/run"), r"--epochs must be at least 1"),
-    fault_matrix.Case("tiles_train_rerun_keeps_the_library_compiled_from_its_export", "tiles_train",
+    Case("tiles_train_epochs_0", "tiles_train", fault_matrix.flags_only("--epochs=0", "--out_dir={case}/run"), r"--epochs must be at least 1"),
+    Case("tiles_train_rerun_keeps_the_library_compiled_from_its_export", "tiles_train",
          prepare_rerun_with_a_compiled_library, r"resume: all 2 epoch\(s\) trained already", status=0),
-    fault_matrix.Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
+    Case("tiles_train_truncated_config_json", "tiles_train", _damaged_run(lambda run: _truncate(run / "config.json")),
          r"config\.json: damaged \(JSONDecodeError: .*\); delete .*run .*to start over"),
-    fault_matrix.Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",
+    Case("tiles_train_newest_checkpoint_damaged_resumes_from_the_previous", "tiles_train",
          prepare_newest_checkpoint_damaged, r"ckpt-2: damaged \(.*\); resuming from .*ckpt-1", status=0),
-    fault_matrix.Case("tiles_train_loss_becomes_nan", "tiles_train", prepare_diverging_learning_rate,
+    Case("tiles_train_loss_becomes_nan", "tiles_train", prepare_diverging_learning_rate,
          r"the training loss became (nan|inf) in epoch 0 .*stopped, nothing of epoch 0 was saved"),
-    fault_matrix.Case("layout_train_epochs_0", "layout_train", fault_matrix.flags_only("--epochs=0", "--out_dir={case}/run"),
+    Case("layout_train_epochs_0", "layout_train", fault_matrix.flags_only("--epochs=0", "--out_dir={case}/run"),
          r"--epochs must be at least 1"),
-    fault_matrix.Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
+    Case("layout_train_into_a_tile_run", "layout_train", prepare_layout_train_into_a_tile_run,
          r"config\.json: this run was configured otherwise \(.*task 'TileTask' -> 'LayoutTask'"),
 ]
 

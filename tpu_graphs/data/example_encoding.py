@@ -60,24 +60,25 @@ def varints(values: np.ndarray) -> bytes:
   return encoded.tobytes()
 
 
-def _field(number: int, payload: bytes) -> bytes:
-  """A length-delimited field: its tag, the payload's length, the payload."""
-  return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+def _field(number: int, parts: list[bytes]) -> list[bytes]:
+  """A length-delimited field as byte strings to join: its tag, its payload's length, the payload
+  (`parts`, kept apart so that a large array's bytes are copied once, into the whole message)."""
+  return [_varint(number << 3 | _LENGTH_DELIMITED), _varint(sum(map(len, parts))), *parts]
 
 
-def _feature(name: str, values: tf.Tensor) -> bytes:
+def _feature(name: str, values: tf.Tensor) -> list[bytes]:
   """A Feature holding the tensor's values flattened, as write_example stores them: strings as a
   BytesList, floats as a packed FloatList of float32, any integer as a packed Int64List."""
   if not isinstance(values, tf.Tensor):
     raise ValueError(f"feature {name!r}: a {type(values).__name__}; only dense tensors are encoded here")
   array = tf.reshape(values, [-1]).numpy()
   if values.dtype == tf.string:
-    return _field(_BYTES_LIST, b"".join(_field(_LIST_VALUE, value) for value in array.tolist()))
+    return _field(_BYTES_LIST, [part for value in array.tolist() for part in _field(_LIST_VALUE, [value])])
   if values.dtype.is_floating:
     kind, packed = _FLOAT_LIST, array.astype("<f4").tobytes()
   else:
     kind, packed = _INT64_LIST, varints(array)
-  return _field(kind, _field(_LIST_VALUE, packed) if packed else b"")
+  return _field(kind, _field(_LIST_VALUE, [packed]) if packed else [])
 
 
 def _named_features(graph_tensor: tfgnn.GraphTensor) -> Iterator[tuple[str, tf.Tensor]]:
@@ -102,6 +103,6 @@ def example_bytes(graph_tensor: tfgnn.GraphTensor) -> bytes:
   key order as deterministic serialization writes them. ValueError for a ragged feature."""
   entries = sorted(((name.encode(), values) for name, values in _named_features(graph_tensor)),
                    key=lambda entry: entry[0])
-  features = b"".join(_field(_FEATURES_FEATURE, _field(_MAP_KEY, name) + _field(_MAP_VALUE, _feature(name.decode(), values)))
-                      for name, values in entries)
-  return _field(_EXAMPLE_FEATURES, features)
+  features = [part for name, values in entries for part in _field(
+      _FEATURES_FEATURE, _field(_MAP_KEY, [name]) + _field(_MAP_VALUE, _feature(name.decode(), values)))]
+  return b"".join(_field(_EXAMPLE_FEATURES, features))
