@@ -4,7 +4,9 @@
  *   rank_module_call <module.pb> <num_candidates> <seed> <top_k> <threads>
  * Prints "status <s>: <message>" for a refused call, else the backend note (if any), per graph
  * "<id> <num_configs>" and per best config "  <config> <score> <what it sets>"; exits 3 when
- * threads disagree. */
+ * threads disagree. Or tpu_graphs_apply_layout_config, the module written back:
+ *   rank_module_call <module.pb> <num_candidates> <seed> --apply <config> <written.pb>
+ * writes the module with candidate <config> applied and prints "copies <n>", or "status <s>: <message>". */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +55,33 @@ static void* rank(void* argument) {
   return NULL;
 }
 
+static int apply(const char* bytes, size_t size, char** argv) {
+  void* written = NULL;
+  size_t written_size = 0;
+  int64_t copies = -1;
+  char message[1024];
+  const int status = tpu_graphs_apply_layout_config(bytes, size, atoll(argv[2]), strtoull(argv[3], NULL, 10),
+                                                    atoll(argv[5]), NULL, &written, &written_size, &copies, message,
+                                                    sizeof message);
+  if (status != TPU_GRAPHS_OK) {
+    printf("status %d: %s\n", status, message);
+    return written == NULL ? 0 : 3;
+  }
+  FILE* out = fopen(argv[6], "wb");
+  if (out == NULL || fwrite(written, 1, written_size, out) != written_size || fclose(out) != 0) return 2;
+  tpu_graphs_free_written_module(written);
+  printf("copies %lld\n", (long long)copies);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 6) return 2;
+  if (argc != 6 && !(argc == 7 && strcmp(argv[4], "--apply") == 0)) return 2;
   FILE* file = fopen(argv[1], "rb");
   if (file == NULL) return 2;
   static char bytes[64 << 20];
   const size_t size = fread(bytes, 1, sizeof bytes, file);
   fclose(file);
+  if (argc == 7) return apply(bytes, size, argv);
   const int threads = atoi(argv[5]);
   struct call* calls = calloc(threads, sizeof *calls);
   pthread_t ids[64];

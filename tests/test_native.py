@@ -36,7 +36,7 @@ from tpu_graphs.data import errors, graphs, locations, npz
 from benchmarks import untrained
 from tpu_graphs.export import ranker, saved_model
 from tpu_graphs.export.aot import layout_shapes, native_library, signatures, tile_shapes
-from tpu_graphs.hlo import tuning_pb2, xla_dumps
+from tpu_graphs.hlo import module_writer, tuning_pb2, xla_dumps
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import run_directory
 
@@ -154,7 +154,8 @@ def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
   linked, exported = _linked_and_exported(tile_export)
   assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
+  assert exported == ["tpu_graphs_apply_layout_config", "tpu_graphs_free_module_ranking",
+                      "tpu_graphs_free_written_module", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
                       "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in tile_shapes.SPLIT_TILE_BUCKETS]
@@ -254,7 +255,8 @@ def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(la
 def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):
   linked, exported = _linked_and_exported(layout_library)
   assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_layout_limits", "tpu_graphs_rank_module",
+  assert exported == ["tpu_graphs_apply_layout_config", "tpu_graphs_free_module_ranking",
+                      "tpu_graphs_free_written_module", "tpu_graphs_layout_limits", "tpu_graphs_rank_module",
                       "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
@@ -636,6 +638,54 @@ def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, 
   assert (once.returncode, at_once.returncode) == (0, 0), once.stderr + at_once.stderr
   assert once.stdout == at_once.stdout and once.stdout.startswith("main__.10904 30\n")
   assert re.search(r"convolution\.\d+:-1:\d,\d,", once.stdout)  # a result layout, by instruction name
+
+
+def test_rank_and_rank_py_write_the_same_module_back_with_the_best_candidate_applied(layout_library, dumps,
+                                                                                    tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  flags = ("--num_candidates=64", "--seed=1")
+  written = tmp_path / "written.pb"  # one path, so that both print the same lines
+  native = _rank_module("aot", layout_library, module, tmp_path / "native.json", *flags, f"--write_module={written}")
+  native_written = written.rename(tmp_path / "native.pb").read_bytes()
+  python = _rank_py(layout_library, module, tmp_path / "python.json", *flags, f"--write_module={written}")
+  [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+  best = ranked["best"][0]["config"]
+  assert best == json.loads((tmp_path / "python.json").read_text())[0]["best"][0]["config"]
+  expected, copies = module_writer.written_module(module.read_bytes(), str(module), 64, 1, best)
+  assert native_written == written.read_bytes() == expected
+  assert f"{module_writer.written_line(str(written), best, copies)}\n" in native.stdout
+
+
+@pytest.mark.parametrize("flags, refusal", [
+    (("--kernels", "--num_candidates=8"), f"--kernels with --write_module: {module_writer.TILE_SIZES_NOT_WRITTEN}"),
+    ((), module_writer.NEEDS_CANDIDATES),
+], ids=["tile_configs", "no_candidates"])
+def test_rank_and_rank_py_refuse_alike_to_write_back_what_a_module_cannot_carry(layout_library, dumps, flags, refusal,
+                                                                                tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  written = tmp_path / "written.pb"
+  native = _rank_module("aot", layout_library, module, tmp_path / "n.json", *flags, f"--write_module={written}")
+  python = _rank_py(layout_library, module, tmp_path / "p.json", *flags, f"--write_module={written}")
+  assert (native.returncode, native.stdout, native.stderr) == (1, "", f"rank: {refusal}\n")
+  assert (python.returncode, python.stdout, python.stderr) == (1, "", f"rank: {refusal}\n")
+  assert not written.exists()
+
+
+def test_the_c_call_writes_every_candidate_back_as_module_writer_py_and_refuses_one_not_drawn(layout_library, dumps,
+                                                                                            tmp_path):
+  program = _call_program(layout_library, tmp_path)
+  module = dumps["transformer_block"].before_optimizations
+  for config in range(16):
+    written = tmp_path / f"written_{config}.pb"
+    called = subprocess.run([str(program), str(module), "16", "1", "--apply", str(config), str(written)],
+                            capture_output=True, text=True, timeout=hang_guard.SECONDS)
+    expected, copies = module_writer.written_module(module.read_bytes(), "", 16, 1, config)
+    assert (called.returncode, called.stdout) == (0, f"copies {copies}\n"), called.stderr
+    assert written.read_bytes() == expected, config
+  refused = subprocess.run([str(program), str(module), "16", "1", "--apply", "16", str(tmp_path / "x.pb")],
+                           capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  assert refused.stdout == "status 2: config 16 is not among the 16 candidates drawn (num_candidates 16, seed 1)\n"
+  assert not (tmp_path / "x.pb").exists()
 
 
 @pytest.mark.parametrize("data, message", [

@@ -9,6 +9,8 @@
  *   with what it sets (layouts by instruction name, or tile sizes);
  * - score configs (tpu_graphs_score_tile, tpu_graphs_score_layout): the arrays of one TpuGraphs
  *   file in, one score per config out (lower = predicted faster).
+ * And one that needs no model: write a module back with a layout candidate applied
+ * (tpu_graphs_apply_layout_config).
  * A tile model's library answers for tile configs, a layout model's for layout configs; a library
  * exports the score functions of its model's kind only. Every entry point is thread-safe. */
 #ifndef TPU_GRAPHS_NATIVE_TPU_GRAPHS_MODEL_H_
