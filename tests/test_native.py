@@ -26,6 +26,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.compiler.xla.service import hlo_pb2
 
 import bazel_outputs
 import hang_guard
@@ -686,6 +687,47 @@ def test_the_c_call_writes_every_candidate_back_as_module_writer_py_and_refuses_
                            capture_output=True, text=True, timeout=hang_guard.SECONDS)
   assert refused.stdout == "status 2: config 16 is not among the 16 candidates drawn (num_candidates 16, seed 1)\n"
   assert not (tmp_path / "x.pb").exists()
+
+
+@pytest.fixture(scope="module")
+def xla_parser(tmp_path_factory) -> pathlib.Path:
+  """tests/xla_parse_module.cc compiled against the XLA inside the TensorFlow wheel (its headers,
+  libtensorflow_cc.so.2): XLA's own HloModule::CreateFromProto and layout-sensitive HloVerifier."""
+  wheel = pathlib.Path(tf.sysconfig.get_lib())
+  program = tmp_path_factory.mktemp("xla") / "xla_parse_module"
+  subprocess.run(["g++", "-O0", str(pathlib.Path(__file__).with_name("xla_parse_module.cc")),
+                  *tf.sysconfig.get_compile_flags(), "-o", str(program), f"-L{wheel}", "-l:libtensorflow_cc.so.2",
+                  "-l:libtensorflow_framework.so.2", f"-Wl,-rpath,{wheel}"], check=True, capture_output=True,
+                 timeout=hang_guard.SECONDS)
+  return program
+
+
+def test_xla_reads_and_verifies_every_module_written_back_and_refuses_a_copy_of_the_wrong_shape(xla_parser, dumps,
+                                                                                              tmp_path):
+  """Every candidate of XLA's dumps of a CNN and a transformer block, written back (the bytes the
+  C call and //native:rank write, above), is a module XLA reads and its layout-sensitive verifier
+  passes; the same module with one inserted copy's shape broken is refused, so the check can fail."""
+  paths, broken = [], None
+  for name in ("cnn", "transformer_block"):
+    data = dumps[name].before_optimizations.read_bytes()
+    for config in range(16):
+      written, copies = module_writer.written_module(data, "", 16, 1, config)
+      paths.append(tmp_path / f"{name}_{config}.pb")
+      paths[-1].write_bytes(written)
+      if copies and broken is None:
+        dump = hlo_pb2.HloProto.FromString(written)
+        original = {i.id for c in hlo_pb2.HloProto.FromString(data).hlo_module.computations for i in c.instructions}
+        copy = next(i for c in dump.hlo_module.computations for i in c.instructions if i.id not in original)
+        copy.shape.dimensions[0] += 1
+        broken = tmp_path / "broken.pb"
+        broken.write_bytes(dump.SerializeToString())
+  assert broken is not None
+  read = subprocess.run([str(xla_parser), *map(str, paths), str(broken)], capture_output=True, text=True,
+                        timeout=hang_guard.SECONDS, check=True)
+  lines = read.stdout.splitlines()
+  assert len(lines) == len(paths) + 1
+  assert all(re.fullmatch(rf"{re.escape(str(path))}: ok \d+ instructions", line) for path, line in zip(paths, lines))
+  assert lines[-1].startswith(f"{broken}: ") and " ok " not in lines[-1]
 
 
 @pytest.mark.parametrize("data, message", [
