@@ -674,6 +674,8 @@ def test_rank_and_rank_py_refuse_alike_to_write_back_what_a_module_cannot_carry(
 
 def test_the_c_call_writes_every_candidate_back_as_module_writer_py_and_refuses_one_not_drawn(layout_library, dumps,
                                                                                             tmp_path):
+  """Each call made from four threads at once, which must give the same bytes (rank_module_call.c
+  exits 3 otherwise)."""
   program = _call_program(layout_library, tmp_path)
   module = dumps["transformer_block"].before_optimizations
   for config in range(16):

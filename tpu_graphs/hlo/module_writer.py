@@ -4,7 +4,8 @@ compiler (or XLA's own tools) gets the chosen layouts as a module, not only as a
 A layout config sets, per configurable instruction, the minor-most dims of its result and of the
 operands it reads (features.CONFIGURED_LAYOUT_DIMS of them; descriptions.py). Written back:
 * the order is completed to a full minor_to_major permutation: the listed dims first, then the
-  tensor's other dims in the order its layout in the module gives them (layout_changes.own_layout);
+  tensor's other dims in the order its layout in the module gives them (layout_changes.own_layout;
+  an operand's is its producer's, after the results are set);
 * a result's order is set on the instruction's own shape;
 * an operand's is the layout the instruction reads it in, and in an HloModuleProto an operand is
   another instruction's result, which other instructions may read in another layout. So where the
@@ -23,7 +24,7 @@ Tile configs are not written: an HloModuleProto carries no tile sizes (a TPU fus
 in its backend config, which XLA's open source does not define); the caller sets the output tile
 rank.py prints on the fusion. native/hlo/module_writer.cc writes the same module, byte for byte.
 
-    written_module(data, "in.pb", num_candidates=100, seed=0, config=17) -> bytes
+    written_module(data, "in.pb", num_candidates=100, seed=0, config=17) -> (bytes, copies inserted)
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def full_order(listed: Sequence[int], current: Sequence[int]) -> tuple[int, ...]
 
 
 def _current_order(shape) -> tuple[int, ...]:
-  """A tensor's order to complete from: its own layout, or the default where that is no
-  permutation of its dims (a shape carrying no layout)."""
+  """A tensor's order to complete from: its own layout (the default where it carries none), or the
+  default where that is no permutation of its dims (a malformed layout)."""
   own = layout_changes.own_layout(shape)
   return own if sorted(own) == list(range(len(shape.dimensions))) else candidates.default_layout(len(shape.dimensions))
 
