@@ -31,7 +31,8 @@ const char kWriteModuleNeedsAModule[] =
 
 std::string WrittenLine(const std::string& path, int64_t config, int64_t num_copies) {
   return "wrote " + path + ": candidate " + std::to_string(config) + " applied, " + std::to_string(num_copies) +
-         (num_copies == 1 ? " copy" : " copies") + " inserted for operands read in another layout than their producer's";
+         (num_copies == 1 ? " copy" : " copies") +
+         " inserted for operands read in another layout than their producer's";
 }
 
 namespace {
@@ -145,7 +146,8 @@ xla::HloModuleProto ApplyLayoutConfig(const xla::HloModuleProto& module, const s
       auto [copy, made] = copy_ids.try_emplace({producer.id(), order}, 0);
       if (made) {
         if (largest_id == std::numeric_limits<int64_t>::max()) {
-          throw HloError(source, "instruction id " + std::to_string(largest_id) + " is taken: no id is left for a copy");
+          throw HloError(source,
+                         "instruction id " + std::to_string(largest_id) + " is taken: no id is left for a copy");
         }
         xla::HloInstructionProto& added = after[producer.id()].emplace_back();
         added.set_name(UniqueName(producer.name(), taken));

@@ -495,7 +495,7 @@ int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("rank", "rank [--mode=aot|capi] --model=<export dir> (--input=<npz> | --hlo=<pb> "
                                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
                                 "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N] "
-                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts] "
-                                "[--write_module=<pb>]",
+                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts]"
+                                " [--write_module=<pb>]",
                                 tpu_graphs::Main, argc, argv);
 }
