@@ -672,6 +672,19 @@ def test_rank_and_rank_py_refuse_alike_to_write_back_what_a_module_cannot_carry(
   assert not written.exists()
 
 
+def test_rank_and_rank_py_refuse_to_write_an_npz_file_back_before_any_model_loads(tmp_path):
+  """An npz file holds no module; both say so in one line before looking for the model (none here)."""
+  path = sample_data.require_sample(REAL_LAYOUT_FILES[0])
+  written, model = tmp_path / "written.pb", tmp_path / "no_model"
+  native = subprocess.run([str(bazel_outputs.built("native/tools/rank")), f"--model={model}", f"--input={path}",
+                           f"--write_module={written}"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={model}", f"--input={path}",
+                           f"--write_module={written}"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  for program in (native, python):
+    assert (program.returncode, program.stdout, program.stderr) == (1, "", f"rank: {module_writer.NEEDS_A_MODULE}\n")
+  assert not written.exists()
+
+
 def test_the_c_call_writes_every_candidate_back_as_module_writer_py_and_refuses_one_not_drawn(layout_library, dumps,
                                                                                             tmp_path):
   """Each call made from four threads at once, which must give the same bytes (rank_module_call.c
