@@ -5,6 +5,7 @@ each with what it sets.
   python baselines/rank.py --model out/layout/export --input module_tuning_data.pb --top 10 --json best.json
   python baselines/rank.py --model out/tiles/export --input optimized_module.pb --kernels
   python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100
+  python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100 --write_module best.pb
 
 --model is a serving SavedModel (the export/ folder of a training run, see
 tpu_graphs/export/saved_model.py). A .pb input is featurized first: a ModuleTuningData, a
