@@ -3,7 +3,10 @@ libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's 
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
 SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
-library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. Built
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. The module
+written back (tpu_graphs_apply_layout_config, rank and rank.py --write_module) is the same bytes
+everywhere (tpu_graphs/hlo/module_writer.py's), and XLA itself (the TensorFlow wheel's, through
+tests/xla_parse_module.cc) reads and verifies it. Built
 again with sanitizers (native_library.relink, g++), the libraries replay every input their fuzz
 targets found a problem with (native/fuzz/regressions/) under AddressSanitizer and
 UndefinedBehaviorSanitizer, and answer threads scoring different graphs and ranking a module at
