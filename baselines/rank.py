@@ -5,6 +5,7 @@ each with what it sets.
   python baselines/rank.py --model out/layout/export --input module_tuning_data.pb --top 10 --json best.json
   python baselines/rank.py --model out/tiles/export --input optimized_module.pb --kernels
   python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100
+  python baselines/rank.py --model out/layout/export --input my_model_hlo.pb --num_candidates 100 --write_module best.pb
 
 --model is a serving SavedModel (the export/ folder of a training run, see
 tpu_graphs/export/saved_model.py). A .pb input is featurized first: a ModuleTuningData, a
@@ -20,6 +21,12 @@ fixes, and of layout-constrained custom calls (tpu_graphs/hlo/layout_changes.py)
 --change_entry_layouts lets them change the entry's.
 --max_candidates, --max_module_bytes, --max_config_bytes bound the work (tpu_graphs/hlo/work_limits.py):
 beyond them the input is refused in one line before anything large is allocated.
+--write_module: the input module written back with its best candidate layout config applied
+(tpu_graphs/hlo/module_writer.py: the listed minor-most dims completed to a full minor_to_major
+order, an operand read in another layout than its producer's through an inserted copy), in the
+wrapper it came in (an HloModuleProto, an HloProto; tuning data gives its module); needs
+--num_candidates, and refuses --kernels (a module carries no tile sizes). //native:rank
+--write_module writes the same bytes.
 
 Each best config is printed with what it sets (tpu_graphs/hlo/descriptions.py): the output and
 kernel tile sizes, or the layouts of the instructions it moves from the module's own, by
@@ -63,12 +70,13 @@ if __name__ == "__main__":
 from absl import flags
 import numpy as np
 
-from tpu_graphs.data import graphs, npz, storage
+from tpu_graphs.data import errors, graphs, npz, storage
 from tpu_graphs.export import ranker
 from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import descriptions
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import module_origin
+from tpu_graphs.hlo import module_writer
 from tpu_graphs.hlo import tuning_pb2
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
@@ -91,6 +99,9 @@ _MAX_MODULE_BYTES = flags.DEFINE_integer("max_module_bytes", work_limits.MAX_MOD
                                          "The largest .pb input read, in bytes.")
 _MAX_CONFIG_BYTES = flags.DEFINE_integer("max_config_bytes", work_limits.MAX_CONFIG_BYTES,
                                          "The most bytes of config features one graph's candidates may take.")
+_WRITE_MODULE = flags.DEFINE_string(
+    "write_module", None, "Also write the input module with its best candidate layout config applied to this .pb file "
+    "(needs --num_candidates; not with --kernels).")
 program.require_at_least(1, _TOP, _CONFIGS_PER_CALL, _NUM_CANDIDATES, _MAX_CANDIDATES, _MAX_MODULE_BYTES,
                          _MAX_CONFIG_BYTES)
 program.require_at_least(0, _SEED)
@@ -157,9 +168,35 @@ def repeated_configs(best: list[tuple[int, float, dict]]) -> list[list[int]]:
   return [configs for configs in groups.values() if len(configs) > 1]
 
 
+def refuse_writing_module_of(path: str) -> None:
+  """Raises InputError, before the model loads, where --write_module cannot write the input back:
+  an npz file (no module), tile configs (a module carries none), or no candidates drawn."""
+  if not _WRITE_MODULE.value:
+    return
+  program.refuse_overwriting_inputs("write_module", _WRITE_MODULE.value, [path, _MODEL.value])
+  if path.endswith(".npz"):
+    raise errors.InputError(module_writer.NEEDS_A_MODULE)
+  if _KERNELS.value:
+    raise errors.InputError(f"--kernels with --write_module: {module_writer.TILE_SIZES_NOT_WRITTEN}")
+  if _NUM_CANDIDATES.value is None:
+    raise errors.InputError(module_writer.NEEDS_CANDIDATES)
+
+
+def write_module(path: str, config: int) -> None:
+  """--write_module: the input with candidate `config` applied (module_writer.written_module)."""
+  limits = _work_limits()
+  written, copies = module_writer.written_module(hlo_input.read_hlo_bytes(path, limits.max_module_bytes), path,
+                                                 _NUM_CANDIDATES.value, _SEED.value, config, limits,
+                                                 _CHANGE_ENTRY_LAYOUTS.value)
+  storage.makedirs(storage.parent(_WRITE_MODULE.value) or ".")
+  storage.write_bytes(_WRITE_MODULE.value, written)
+  print(module_writer.written_line(_WRITE_MODULE.value, config, copies))
+
+
 def main(argv):
   del argv
   program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
+  refuse_writing_module_of(_INPUT.value)
   if _NUM_CANDIDATES.value is not None:
     work_limits.check_candidate_count(_NUM_CANDIDATES.value, _work_limits())  # before the model loads
   model = ranker.Ranker(_MODEL.value, _CONFIGS_PER_CALL.value)
@@ -186,6 +223,8 @@ def main(argv):
   if (found and not _INPUT.value.endswith(".npz") and _NUM_CANDIDATES.value is None
       and all(graph.num_configs == 1 for graph in found)):
     print(ONE_CONFIG_HINT)
+  if _WRITE_MODULE.value:
+    write_module(_INPUT.value, result[0]["best"][0]["config"])
   if _JSON.value:
     pathlib.Path(_JSON.value).parent.mkdir(parents=True, exist_ok=True)
     with storage.atomic_path(_JSON.value) as temporary:

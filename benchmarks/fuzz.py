@@ -12,6 +12,8 @@ UndefinedBehaviorSanitizer):
   checked against its definition;
 * featurizer: module bytes through the C++ featurizer and the C ranking of tpu_graphs_rank_module
   (native/hlo, native/library/rank_module.cc), with a stand-in score function;
+* module_writer: module bytes and a candidate index through tpu_graphs_apply_layout_config (the module
+  written back, native/hlo/module_writer.cc), each module written read back as its candidate;
 * tile_library, layout_library: tpu_graphs_score_tile / tpu_graphs_score_layout and
   tpu_graphs_rank_module of compiled model libraries (small untrained models,
   benchmarks/untrained.py, compiled by aot/native_library.py and linked again instrumented).
@@ -94,6 +96,8 @@ TARGETS = {target.name: target for target in (
     Target("featurizer", "module bytes through the C++ featurizer and the C ranking (native/hlo, "
            "native/library/rank_module.cc)",
            sources=("featurizer",), max_len=1 << 19),
+    Target("module_writer", "module bytes and a candidate index through tpu_graphs_apply_layout_config "
+           "(native/hlo/module_writer.cc), read back as the candidate", sources=("featurizer",), max_len=1 << 19),
     Target("tile_library", "tpu_graphs_score_tile and tpu_graphs_rank_module of a compiled tile model",
            library="tile", max_len=1 << 19),
     Target("layout_library", "tpu_graphs_score_layout and tpu_graphs_rank_module of a compiled layout model",
@@ -215,7 +219,14 @@ def _featurizer_seeds() -> list[bytes]:
           if len(module) < TARGETS["featurizer"].max_len - 16]
 
 
+def _module_writer_seeds() -> list[bytes]:
+  """module_writer_fuzzer.cc's layout: options, num_candidates, seed, config, the module."""
+  return [struct.pack("<BBQB", 0, 8, 0, config) + module for module in _module_seeds() for config in (0, 5)
+          if len(module) < TARGETS["module_writer"].max_len - 16]
+
+
 SEEDS = {"npz": _npz_seeds, "layout_pruning": _pruning_seeds, "featurizer": _featurizer_seeds,
+         "module_writer": _module_writer_seeds,
          "tile_library": _tile_seeds, "layout_library": _layout_seeds}
 
 

@@ -81,6 +81,7 @@ HloInput ParseHloInput(std::string_view bytes, const std::string& source) {
   xla::HloProto dump;
   if (dump.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) && LooksLikeModule(dump.hlo_module())) {
     input.module = std::move(*dump.mutable_hlo_module());
+    input.hlo_proto = true;
     return input;
   }
   throw HloError(source, "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto (not a protocol "

@@ -21,6 +21,7 @@ struct HloInput {
   TuningData tuning_data;               // kTuningData
   xla::HloModuleProto module;           // kModule (a bare module, or an HloProto's)
   std::string source;                   // what errors name: the file, or "" (then the module)
+  bool hlo_proto = false;               // kModule that came in an HloProto (written back in one)
 };
 
 // Parses `bytes` as whichever kind fits. Throws HloError naming `source` for empty bytes or bytes

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "native/hlo/hlo_input.h"
 #include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
+#include "native/hlo/module_writer.h"
 #include "native/hlo/work_limits.h"
 #include "native/library/library_checks.h"
 
@@ -32,6 +35,11 @@ static_assert(kDefaultRankOptions.max_candidates == kDefaultMaxCandidates &&
                   kDefaultRankOptions.max_module_bytes == kDefaultMaxModuleBytes &&
                   kDefaultRankOptions.max_config_bytes == kDefaultMaxConfigBytes,
               "the C interface's default limits are work_limits.h's");
+
+// Whether every limit of a call's options is at least 1, as the header requires.
+bool LimitsAreValid(const tpu_graphs_rank_options& options) {
+  return options.max_candidates >= 1 && options.max_module_bytes >= 1 && options.max_config_bytes >= 1;
+}
 
 // The message of a refused call (library_checks.h), from a string.
 int Fail(int status, const std::string& text, char* message, size_t message_size) {
@@ -113,7 +121,7 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
                 message, message_size);
   }
   const tpu_graphs_rank_options given = options != nullptr ? *options : kDefaultRankOptions;
-  if (given.max_candidates < 1 || given.max_module_bytes < 1 || given.max_config_bytes < 1) {
+  if (!LimitsAreValid(given)) {
     return Fail(TPU_GRAPHS_INVALID_INPUT, "every limit of the options must be at least 1", message, message_size);
   }
   const WorkLimits limits{given.max_candidates, given.max_module_bytes, given.max_config_bytes};
@@ -153,3 +161,53 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
 extern "C" void tpu_graphs_free_module_ranking(tpu_graphs_module_ranking* ranking) {
   delete static_cast<tpu_graphs::OwnedRanking*>(ranking);
 }
+
+extern "C" int tpu_graphs_apply_layout_config(const void* module, size_t module_size, int64_t num_candidates,
+                                              uint64_t seed, int64_t config, const tpu_graphs_rank_options* options,
+                                              void** written, size_t* written_size, int64_t* num_copies,
+                                              char* message, size_t message_size) {
+  using tpu_graphs::Fail;
+  if (written == nullptr || written_size == nullptr) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, "written or written_size is null", message, message_size);
+  }
+  *written = nullptr;
+  *written_size = 0;
+  if (module == nullptr && module_size > 0) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, "a null module with a positive size", message, message_size);
+  }
+  if (num_candidates < 1 || config < 0) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT,
+                "num_candidates (" + std::to_string(num_candidates) + ") must be >= 1 and config (" +
+                    std::to_string(config) + ") >= 0: the module written back applies one of the candidates drawn",
+                message, message_size);
+  }
+  const tpu_graphs_rank_options given = options != nullptr ? *options : tpu_graphs::kDefaultRankOptions;
+  if (!tpu_graphs::LimitsAreValid(given)) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, "every limit of the options must be at least 1", message, message_size);
+  }
+  const tpu_graphs::WorkLimits limits{given.max_candidates, given.max_module_bytes, given.max_config_bytes};
+  try {
+    tpu_graphs::CheckCandidateCount(num_candidates, limits);
+    tpu_graphs::CheckModuleBytes(static_cast<int64_t>(std::min<size_t>(module_size, INT64_MAX)), limits, "the module");
+    const tpu_graphs::HloInput input = tpu_graphs::ParseHloInput({static_cast<const char*>(module), module_size}, "");
+    const tpu_graphs::WrittenModule applied =
+        tpu_graphs::WriteModule(input, num_candidates, seed, config, limits, given.change_entry_layouts != 0);
+    void* bytes = std::malloc(std::max<size_t>(applied.bytes.size(), 1));
+    if (bytes == nullptr) return Fail(TPU_GRAPHS_RUN_FAILED, "writing the module failed: out of memory", message,
+                                      message_size);
+    std::memcpy(bytes, applied.bytes.data(), applied.bytes.size());
+    *written = bytes;
+    *written_size = applied.bytes.size();
+    if (num_copies != nullptr) *num_copies = applied.num_copies;
+    return TPU_GRAPHS_OK;
+  } catch (const tpu_graphs::WorkLimitError& error) {
+    return Fail(TPU_GRAPHS_TOO_LARGE, error.what(), message, message_size);
+  } catch (const tpu_graphs::HloError& error) {
+    return Fail(TPU_GRAPHS_INVALID_INPUT, error.what(), message, message_size);
+  } catch (const std::exception& error) {  // std::bad_alloc
+    return Fail(TPU_GRAPHS_RUN_FAILED, std::string("writing the module failed: ") + error.what(), message,
+                message_size);
+  }
+}
+
+extern "C" void tpu_graphs_free_written_module(void* written) { std::free(written); }

@@ -9,6 +9,8 @@
  *   with what it sets (layouts by instruction name, or tile sizes);
  * - score configs (tpu_graphs_score_tile, tpu_graphs_score_layout): the arrays of one TpuGraphs
  *   file in, one score per config out (lower = predicted faster).
+ * And one that needs no model: write a module back with a layout candidate applied
+ * (tpu_graphs_apply_layout_config).
  * A tile model's library answers for tile configs, a layout model's for layout configs; a library
  * exports the score functions of its model's kind only. Every entry point is thread-safe. */
 #ifndef TPU_GRAPHS_NATIVE_TPU_GRAPHS_MODEL_H_
@@ -169,6 +171,29 @@ int tpu_graphs_rank_module(const void* module, size_t module_size, int64_t num_c
 
 /* Frees what tpu_graphs_rank_module wrote; null is ignored. */
 void tpu_graphs_free_module_ranking(struct tpu_graphs_module_ranking* ranking);
+
+/* The module written back (docs/compiler.md#the-module-written-back): the serialized module
+ * (module_size bytes at module, any input tpu_graphs_rank_module takes but a TuningData) with
+ * layout candidate `config` applied, the candidates drawn as tpu_graphs_rank_module draws them from
+ * the same num_candidates (>= 1), seed and options (change_entry_layouts included): pass those of
+ * the call that ranked it and one of its best configs. Each tensor the config sets gets a full
+ * minor_to_major order: the listed dims first, then its other dims in the order its layout in the
+ * module gives them. A result's order is set on the instruction's shape; an operand is another
+ * instruction's result, so where the producer holds another order the instruction reads a `copy`
+ * of it in the order wanted, inserted after the producer (*num_copies of them; num_copies may be
+ * null). The same wrapper comes out: an HloModuleProto, an HloProto (its module alone), a
+ * ModuleTuningData's module. Tile sizes are not written: a module carries none. Writes
+ * *written_size bytes to *written (free it with tpu_graphs_free_written_module); the bytes are
+ * those tpu_graphs/hlo/module_writer.py writes. Needs no model: any library of either kind
+ * exports it. Returns TPU_GRAPHS_OK, or a status with a message as tpu_graphs_rank_module does
+ * (TPU_GRAPHS_INVALID_INPUT also for a config outside the candidates drawn); *written is then null.
+ * Thread-safe. */
+int tpu_graphs_apply_layout_config(const void* module, size_t module_size, int64_t num_candidates, uint64_t seed,
+                                   int64_t config, const struct tpu_graphs_rank_options* options, void** written,
+                                   size_t* written_size, int64_t* num_copies, char* message, size_t message_size);
+
+/* Frees what tpu_graphs_apply_layout_config wrote; null is ignored. */
+void tpu_graphs_free_written_module(void* written);
 
 #ifdef __cplusplus
 }

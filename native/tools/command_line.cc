@@ -1,8 +1,12 @@
 #include "native/tools/command_line.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
 
 namespace tpu_graphs {
 
@@ -60,6 +64,24 @@ int RunProgram(const char* program, const char* usage, int (*main)(int, char**),
 std::string FromCallerDirectory(const std::string& path) {
   const char* caller = std::getenv("BUILD_WORKING_DIRECTORY");
   return path.empty() || path[0] == '/' || caller == nullptr ? path : std::string(caller) + "/" + path;
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    file.close();
+    if (!file) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error(path + ": cannot write the file (" + std::strerror(errno) + ")");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw std::runtime_error(path + ": cannot write the file (" + reason + ")");
+  }
 }
 
 }  // namespace tpu_graphs

@@ -43,6 +43,10 @@ int RunProgram(const char* program, const char* usage, int (*main)(int, char**),
 // A path relative to where `bazel run` was started (the program runs in its runfiles).
 std::string FromCallerDirectory(const std::string& path);
 
+// Writes `bytes` to `path` whole or not at all: to "<path>.tmp", then renamed onto `path`, so a
+// reader never sees half a file; std::runtime_error naming `path` where it cannot.
+void WriteFileAtomically(const std::string& path, const std::string& bytes);
+
 }  // namespace tpu_graphs
 
 #endif  // TPU_GRAPHS_NATIVE_TOOLS_COMMAND_LINE_H_

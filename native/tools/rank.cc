@@ -22,6 +22,9 @@
 // --max_candidates, --max_module_bytes, --max_config_bytes: the work an --hlo module may take on
 //              (native/hlo/work_limits.h; the defaults of tpu_graphs_rank_options); beyond them it
 //              is refused in one line before anything large is allocated.
+// --write_module=<pb> also writes the --hlo module back with its best candidate layout config
+//              applied (native/hlo/module_writer.h), in the wrapper it came in: the bytes
+//              baselines/rank.py --write_module writes; needs --num_candidates, not --kernels.
 // --repeat=N (benchmarks/native.py) ranks N more times and prints the median seconds per call
 // (with --hlo: also of featurizing in this process) and the process's peak RSS. Exit status 0; 1
 // for input or a model that cannot be used (one line naming the problem); 2 for bad flags.
@@ -49,6 +52,7 @@
 #include "native/hlo/hlo_input.h"
 #include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
+#include "native/hlo/module_writer.h"
 #include "native/library/tpu_graphs_model.h"
 #include "native/npz/npz.h"
 #include "native/tools/command_line.h"
@@ -365,13 +369,33 @@ std::vector<GraphRanking> RankModuleWithLibrary(const ModelLibrary& library, con
   return rankings;
 }
 
+// Throws, before the model loads, where --write_module cannot write the input back (rank.py's
+// refuse_writing_module_of): an npz file, tile configs, or no candidates drawn.
+void RefuseWritingModule(const Flags& flags, bool kernels, int64_t num_candidates) {
+  if (flags.at("write_module").empty()) return;
+  if (flags.at("hlo").empty()) throw std::runtime_error(kWriteModuleNeedsAModule);
+  if (kernels) throw std::runtime_error(std::string("--kernels with --write_module: ") + kTileSizesNotWritten);
+  if (num_candidates == 0) throw std::runtime_error(kWriteModuleNeedsCandidates);
+}
+
+// --write_module: the module at `path` with candidate `config` applied, written atomically.
+void WriteModuleOf(const std::string& path, int64_t config, const std::string& output, int64_t num_candidates,
+                   uint64_t seed, const WorkLimits& limits, bool change_entry_layouts) {
+  const WrittenModule written =
+      WriteModule(ParseHloInput(ReadHloFile(path, limits), path), num_candidates, seed, config, limits,
+                  change_entry_layouts);
+  WriteFileAtomically(output, written.bytes);
+  std::printf("%s\n", WrittenLine(output, config, written.num_copies).c_str());
+}
+
 int Main(int argc, char** argv) {
   Flags flags = {{"mode", "aot"}, {"model", ""}, {"input", ""}, {"hlo", ""}, {"kernels", "false"},
                  {"num_candidates", "0"}, {"seed", "0"}, {"top", "5"}, {"json", ""}, {"library", ""},
                  {"tensorflow_library", ""}, {"configs_per_call", "2048"}, {"repeat", "0"},
                  {"max_candidates", std::to_string(kDefaultMaxCandidates)},
                  {"max_module_bytes", std::to_string(kDefaultMaxModuleBytes)},
-                 {"max_config_bytes", std::to_string(kDefaultMaxConfigBytes)}, {"change_entry_layouts", "false"}};
+                 {"max_config_bytes", std::to_string(kDefaultMaxConfigBytes)}, {"change_entry_layouts", "false"},
+                 {"write_module", ""}};
   ParseFlags(argc, argv, flags);
   if (flags["mode"] != "aot" && flags["mode"] != "capi") throw UsageError("--mode must be aot or capi");
   if (flags["model"].empty() || flags["input"].empty() == flags["hlo"].empty()) {
@@ -387,6 +411,7 @@ int Main(int argc, char** argv) {
   const WorkLimits limits{IntegerFlag(flags, "max_candidates", 1), IntegerFlag(flags, "max_module_bytes", 1),
                           IntegerFlag(flags, "max_config_bytes", 1)};
   CheckCandidateCount(num_candidates, limits);  // before the model loads
+  RefuseWritingModule(flags, kernels, num_candidates);
   const std::string model = FromCallerDirectory(flags["model"]);
   auto exists = [](const std::string& path) { return access(path.c_str(), F_OK) == 0; };
   if (!exists(model + "/saved_model.pb") && exists(model + "/export/saved_model.pb")) {  // as baselines/rank.py says
@@ -449,6 +474,10 @@ int Main(int argc, char** argv) {
     std::printf("one config to rank: the input holds only its own; --num_candidates N ranks N candidate configs "
                 "drawn as XLA's autotuners would try them\n");  // baselines/rank.py's ONE_CONFIG_HINT
   }
+  if (!flags["write_module"].empty()) {
+    WriteModuleOf(FromCallerDirectory(flags["hlo"]), rankings.at(0).best.at(0).config,
+                  FromCallerDirectory(flags["write_module"]), num_candidates, seed, limits, change_entry_layouts);
+  }
   if (!flags["json"].empty()) {
     const std::string path = FromCallerDirectory(flags["json"]);
     const std::string temporary = path + ".tmp";
@@ -466,6 +495,7 @@ int main(int argc, char** argv) {
   return tpu_graphs::RunProgram("rank", "rank [--mode=aot|capi] --model=<export dir> (--input=<npz> | --hlo=<pb> "
                                 "[--kernels] [--num_candidates=N] [--seed=S]) [--top=K] [--json=<file>] "
                                 "[--library=<.so>] [--tensorflow_library=<.so>] [--configs_per_call=N] [--repeat=N] "
-                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts]",
+                                "[--max_candidates=N] [--max_module_bytes=N] [--max_config_bytes=N] [--change_entry_layouts]"
+                                " [--write_module=<pb>]",
                                 tpu_graphs::Main, argc, argv);
 }

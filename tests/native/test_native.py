@@ -3,7 +3,10 @@ libraries (baselines/compile_native.py) and the SavedModel through TensorFlow's 
 by the native ranker (//native:rank, a fresh process), rank real sample files as the Python
 SavedModel does; given a module (--hlo: XLA's own dumps, tuning data with or without runs), they
 rank its candidates as baselines/rank.py does, saying what each best config sets, and the
-library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. Built
+library's one C call (tpu_graphs_rank_module) answers from C, from many threads at once. The module
+written back (tpu_graphs_apply_layout_config, rank and rank.py --write_module) is the same bytes
+everywhere (tpu_graphs/hlo/module_writer.py's), and XLA itself (the TensorFlow wheel's, through
+tests/native/xla_parse_module.cc) reads and verifies it. Built
 again with sanitizers (native_library.relink, g++), the libraries replay every input their fuzz
 targets found a problem with (native/fuzz/regressions/) under AddressSanitizer and
 UndefinedBehaviorSanitizer, and answer threads scoring different graphs and ranking a module at
@@ -26,6 +29,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.compiler.xla.service import hlo_pb2
 
 import bazel_outputs
 import hang_guard
@@ -36,7 +40,7 @@ from tpu_graphs.data import errors, graphs, locations, npz
 from benchmarks import untrained
 from tpu_graphs.export import ranker, saved_model
 from tpu_graphs.export.aot import layout_shapes, native_library, signatures, tile_shapes
-from tpu_graphs.hlo import tuning_pb2, xla_dumps
+from tpu_graphs.hlo import module_writer, tuning_pb2, xla_dumps
 from tpu_graphs.models import tile_model
 from tpu_graphs.train import run_directory
 
@@ -154,7 +158,8 @@ def test_a_library_is_kept_while_its_weights_are_and_compiled_again_for_new_ones
 def test_compiled_library_links_no_tensorflow_and_exports_only_the_c_interface(tile_export):
   linked, exported = _linked_and_exported(tile_export)
   assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
+  assert exported == ["tpu_graphs_apply_layout_config", "tpu_graphs_free_module_ranking",
+                      "tpu_graphs_free_written_module", "tpu_graphs_rank_module", "tpu_graphs_score_tile",
                       "tpu_graphs_tile_limits"]
   compiled = json.loads((tile_export / "native" / "buckets.json").read_text())["buckets"]
   assert [b["signature"] for b in compiled] == [b.signature_name for b in tile_shapes.SPLIT_TILE_BUCKETS]
@@ -254,7 +259,8 @@ def test_compiled_layout_library_refuses_a_real_graph_over_its_largest_bucket(la
 def test_compiled_layout_library_links_no_tensorflow_and_exports_only_the_layout_interface(layout_library):
   linked, exported = _linked_and_exported(layout_library)
   assert "libstdc++" in linked and "libprotobuf-lite" in linked and "tensorflow" not in linked
-  assert exported == ["tpu_graphs_free_module_ranking", "tpu_graphs_layout_limits", "tpu_graphs_rank_module",
+  assert exported == ["tpu_graphs_apply_layout_config", "tpu_graphs_free_module_ranking",
+                      "tpu_graphs_free_written_module", "tpu_graphs_layout_limits", "tpu_graphs_rank_module",
                       "tpu_graphs_score_layout"]
   compiled = json.loads((layout_library / "native" / "buckets.json").read_text())
   assert compiled["kind"] == "layout" and [b["signature"] for b in compiled["buckets"]] == [
@@ -636,6 +642,110 @@ def test_the_c_call_ranks_from_many_threads_at_once_as_from_one(layout_library, 
   assert (once.returncode, at_once.returncode) == (0, 0), once.stderr + at_once.stderr
   assert once.stdout == at_once.stdout and once.stdout.startswith("main__.10904 30\n")
   assert re.search(r"convolution\.\d+:-1:\d,\d,", once.stdout)  # a result layout, by instruction name
+
+
+def test_rank_and_rank_py_write_the_same_module_back_with_the_best_candidate_applied(layout_library, dumps,
+                                                                                    tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  flags = ("--num_candidates=64", "--seed=1")
+  written = tmp_path / "written.pb"  # one path, so that both print the same lines
+  native = _rank_module("aot", layout_library, module, tmp_path / "native.json", *flags, f"--write_module={written}")
+  native_written = written.rename(tmp_path / "native.pb").read_bytes()
+  python = _rank_py(layout_library, module, tmp_path / "python.json", *flags, f"--write_module={written}")
+  [ranked] = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+  best = ranked["best"][0]["config"]
+  assert best == json.loads((tmp_path / "python.json").read_text())[0]["best"][0]["config"]
+  expected, copies = module_writer.written_module(module.read_bytes(), str(module), 64, 1, best)
+  assert native_written == written.read_bytes() == expected
+  assert f"{module_writer.written_line(str(written), best, copies)}\n" in native.stdout
+
+
+@pytest.mark.parametrize("flags, refusal", [
+    (("--kernels", "--num_candidates=8"), f"--kernels with --write_module: {module_writer.TILE_SIZES_NOT_WRITTEN}"),
+    ((), module_writer.NEEDS_CANDIDATES),
+], ids=["tile_configs", "no_candidates"])
+def test_rank_and_rank_py_refuse_alike_to_write_back_what_a_module_cannot_carry(layout_library, dumps, flags, refusal,
+                                                                                tmp_path):
+  module = dumps["transformer_block"].before_optimizations
+  written = tmp_path / "written.pb"
+  native = _rank_module("aot", layout_library, module, tmp_path / "n.json", *flags, f"--write_module={written}")
+  python = _rank_py(layout_library, module, tmp_path / "p.json", *flags, f"--write_module={written}")
+  assert (native.returncode, native.stdout, native.stderr) == (1, "", f"rank: {refusal}\n")
+  assert (python.returncode, python.stdout, python.stderr) == (1, "", f"rank: {refusal}\n")
+  assert not written.exists()
+
+
+def test_rank_and_rank_py_refuse_to_write_an_npz_file_back_before_any_model_loads(tmp_path):
+  """An npz file holds no module; both say so in one line before looking for the model (none here)."""
+  path = sample_data.require_sample(REAL_LAYOUT_FILES[0])
+  written, model = tmp_path / "written.pb", tmp_path / "no_model"
+  native = subprocess.run([str(bazel_outputs.built("native/tools/rank")), f"--model={model}", f"--input={path}",
+                           f"--write_module={written}"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  python = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={model}", f"--input={path}",
+                           f"--write_module={written}"], capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  for program in (native, python):
+    assert (program.returncode, program.stdout, program.stderr) == (1, "", f"rank: {module_writer.NEEDS_A_MODULE}\n")
+  assert not written.exists()
+
+
+def test_the_c_call_writes_every_candidate_back_as_module_writer_py_and_refuses_one_not_drawn(layout_library, dumps,
+                                                                                            tmp_path):
+  """Each call made from four threads at once, which must give the same bytes (rank_module_call.c
+  exits 3 otherwise)."""
+  program = _call_program(layout_library, tmp_path)
+  module = dumps["transformer_block"].before_optimizations
+  for config in range(16):
+    written = tmp_path / f"written_{config}.pb"
+    called = subprocess.run([str(program), str(module), "16", "1", "--apply", str(config), str(written)],
+                            capture_output=True, text=True, timeout=hang_guard.SECONDS)
+    expected, copies = module_writer.written_module(module.read_bytes(), "", 16, 1, config)
+    assert (called.returncode, called.stdout) == (0, f"copies {copies}\n"), called.stderr
+    assert written.read_bytes() == expected, config
+  refused = subprocess.run([str(program), str(module), "16", "1", "--apply", "16", str(tmp_path / "x.pb")],
+                           capture_output=True, text=True, timeout=hang_guard.SECONDS)
+  assert refused.stdout == "status 2: config 16 is not among the 16 candidates drawn (num_candidates 16, seed 1)\n"
+  assert not (tmp_path / "x.pb").exists()
+
+
+@pytest.fixture(scope="module")
+def xla_parser(tmp_path_factory) -> pathlib.Path:
+  """tests/native/xla_parse_module.cc compiled against the XLA inside the TensorFlow wheel (its headers,
+  libtensorflow_cc.so.2): XLA's own HloModule::CreateFromProto and layout-sensitive HloVerifier."""
+  wheel = pathlib.Path(tf.sysconfig.get_lib())
+  program = tmp_path_factory.mktemp("xla") / "xla_parse_module"
+  subprocess.run(["g++", "-O0", str(pathlib.Path(__file__).with_name("xla_parse_module.cc")),
+                  *tf.sysconfig.get_compile_flags(), "-o", str(program), f"-L{wheel}", "-l:libtensorflow_cc.so.2",
+                  "-l:libtensorflow_framework.so.2", f"-Wl,-rpath,{wheel}"], check=True, capture_output=True,
+                 timeout=hang_guard.SECONDS)
+  return program
+
+
+def test_xla_reads_and_verifies_every_module_written_back_and_refuses_a_copy_of_the_wrong_shape(xla_parser, dumps,
+                                                                                              tmp_path):
+  """Every candidate of XLA's dumps of a CNN and a transformer block, written back (the bytes the
+  C call and //native:rank write, above), is a module XLA reads and its layout-sensitive verifier
+  passes; the same module with one inserted copy's shape broken is refused, so the check can fail."""
+  paths, broken = [], None
+  for name in ("cnn", "transformer_block"):
+    data = dumps[name].before_optimizations.read_bytes()
+    for config in range(16):
+      written, copies = module_writer.written_module(data, "", 16, 1, config)
+      paths.append(tmp_path / f"{name}_{config}.pb")
+      paths[-1].write_bytes(written)
+      if copies and broken is None:
+        dump = hlo_pb2.HloProto.FromString(written)
+        original = {i.id for c in hlo_pb2.HloProto.FromString(data).hlo_module.computations for i in c.instructions}
+        copy = next(i for c in dump.hlo_module.computations for i in c.instructions if i.id not in original)
+        copy.shape.dimensions[0] += 1
+        broken = tmp_path / "broken.pb"
+        broken.write_bytes(dump.SerializeToString())
+  assert broken is not None
+  read = subprocess.run([str(xla_parser), *map(str, paths), str(broken)], capture_output=True, text=True,
+                        timeout=hang_guard.SECONDS, check=True)
+  lines = read.stdout.splitlines()
+  assert len(lines) == len(paths) + 1
+  assert all(re.fullmatch(rf"{re.escape(str(path))}: ok \d+ instructions", line) for path, line in zip(paths, lines))
+  assert lines[-1].startswith(f"{broken}: ") and " ok " not in lines[-1]
 
 
 @pytest.mark.parametrize("data, message", [

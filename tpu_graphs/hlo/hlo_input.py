@@ -46,9 +46,9 @@ def _is_plausibly(parsed) -> bool:
   return _looks_like_module(parsed)
 
 
-def parse_hlo_proto(data: bytes, source: str) -> HloProto:
-  """Parses serialized bytes as ModuleTuningData, TuningData, HloModuleProto or HloProto (what
-  XLA's --xla_dump_hlo_as_proto writes, `*.hlo.pb`), whichever fits; an HloProto gives its module.
+def parse_hlo_message(data: bytes, source: str) -> Union[HloProto, hlo_pb2.HloProto]:
+  """Parses serialized bytes as parse_hlo_proto does, but gives an HloProto as it came, wrapper and
+  all: what writes a module back in the wrapper it came in (module_writer.py) needs to know it.
 
   Raises:
     graphs.GraphFileError: the bytes are none of them (not a proto, truncated, or another message).
@@ -65,14 +65,25 @@ def parse_hlo_proto(data: bytes, source: str) -> HloProto:
     except protobuf_message.DecodeError:
       continue
     if _is_plausibly(parsed):
-      return parsed.hlo_module if isinstance(parsed, hlo_pb2.HloProto) else parsed
+      return parsed
   raise graphs.GraphFileError(source, "not a serialized ModuleTuningData, TuningData, HloModuleProto or HloProto "
                       "(not a protocol buffer, truncated, or missing computations / configurable nodes / runs)")
 
 
-def read_hlo_file(path: Union[str, os.PathLike], max_bytes: int = work_limits.MAX_MODULE_BYTES) -> HloProto:
-  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto;
-  work_limits.WorkLimitError, reading no further, where it holds more than `max_bytes`."""
+def parse_hlo_proto(data: bytes, source: str) -> HloProto:
+  """Parses serialized bytes as ModuleTuningData, TuningData, HloModuleProto or HloProto (what
+  XLA's --xla_dump_hlo_as_proto writes, `*.hlo.pb`), whichever fits; an HloProto gives its module.
+
+  Raises:
+    graphs.GraphFileError: the bytes are none of them (not a proto, truncated, or another message).
+  """
+  parsed = parse_hlo_message(data, source)
+  return parsed.hlo_module if isinstance(parsed, hlo_pb2.HloProto) else parsed
+
+
+def read_hlo_bytes(path: Union[str, os.PathLike], max_bytes: int = work_limits.MAX_MODULE_BYTES) -> bytes:
+  """The bytes of a .pb file (local or a URL); work_limits.WorkLimitError, reading no further, where
+  it holds more than `max_bytes`."""
   path = storage.as_path(path)
   problem = storage.file_problem(path)
   if problem:
@@ -85,4 +96,10 @@ def read_hlo_file(path: Union[str, os.PathLike], max_bytes: int = work_limits.MA
   except tf.errors.OpError as error:
     raise graphs.GraphFileError(path, f"cannot read the file ({error.message})") from None
   work_limits.check_module_bytes(len(data), work_limits.WorkLimits(max_module_bytes=max_bytes), str(path))
-  return parse_hlo_proto(data, str(path))
+  return data
+
+
+def read_hlo_file(path: Union[str, os.PathLike], max_bytes: int = work_limits.MAX_MODULE_BYTES) -> HloProto:
+  """Reads a .pb file (local or a URL) holding a ModuleTuningData, TuningData, HloModuleProto or HloProto;
+  work_limits.WorkLimitError, reading no further, where it holds more than `max_bytes`."""
+  return parse_hlo_proto(read_hlo_bytes(path, max_bytes), str(storage.as_path(path)))
