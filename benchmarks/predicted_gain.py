@@ -144,9 +144,11 @@ def layout_cases(files: list[pathlib.Path], seeds: int, rng: np.random.Generator
       run_dir = train_layout(graph, seed)
       serving = ranker.Ranker(run_dir / saved_model.EXPORT_DIR_NAME)
       model = serving.calibration
-      test = config_split.split_rows(graph.num_configs, seed)["test"]
+      rows = config_split.split_rows(graph.num_configs, seed)
+      test = rows["test"]
       runtimes, scores = graph.runtimes(), serving.score(graph)
-      place = "train half" if 0 in config_split.split_rows(graph.num_configs, seed)["train"] else "held out"
+      place = next(f"{split} {'half' if split == 'train' else 'quarter'}" for split, chosen in rows.items()
+                   if 0 in chosen)
       cases.append(judge_pairs(f"{graph.graph_id}: test-quarter pairs (seed {seed})", model, scores, runtimes,
                                *ordered_pairs(test, rng)))
       cases.append(judge_pairs(f"{graph.graph_id}: test quarter against config 0 of the file (seed {seed})", model,
@@ -165,8 +167,8 @@ def layout_cases(files: list[pathlib.Path], seeds: int, rng: np.random.Generator
         lines.append(f"- {name} (seed {seed}): config 0 of {other.graph_id} is predicted "
                      f"{calibration.reference_rank(order)} of {other.num_configs}, measured "
                      f"{calibration.reference_rank(np.argsort(other_runtimes, kind='stable'))}.")
-      lines.append(f"- {graph.graph_id} (seed {seed}): calibration on {model.pairs} valid-quarter pairs, slope "
-                   f"{model.slope:.4g}; config 0 of the file ({place}) is predicted "
+      lines.append(f"- {graph.graph_id} (seed {seed}): calibration on {model.pairs} valid-quarter pairs; config 0 of "
+                   f"the file ({place}) is predicted "
                    f"{calibration.reference_rank(np.argsort(scores, kind='stable'))} of {graph.num_configs}, "
                    f"measured {calibration.reference_rank(np.argsort(runtimes, kind='stable'))}.")
   return cases, lines
@@ -190,8 +192,7 @@ def tile_cases(proto_path: pathlib.Path, rng: np.random.Generator) -> tuple[list
   lines = [f"- tile score (1 − top-5 slowdown) on the {len(model_scores)} kernels of {proto_path.name} with more than "
            f"5 configs: the main job's tile model {np.mean(model_scores):.3f}, a random pick of 5 "
            f"{np.mean(random_scores):.3f} (exact expectation).",
-           f"- tile calibration on {model.pairs} pairs of {model.graphs} generated validation kernels, slope "
-           f"{model.slope:.4g}."]
+           f"- tile calibration on {model.pairs} pairs of {model.graphs} generated validation kernels."]
   return [Judged.joined(f"tile, {name}: pairs within each of {len(kernels)} kernels", pairs),
           Judged.joined(f"tile, {name}: each kernel's configs against its config 0", references,
                         note="config 0: the first measured run")], lines

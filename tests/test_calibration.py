@@ -20,10 +20,20 @@ def _graphs(rng, slope: float, noise: float, count: int = 20, configs: int = 30)
   return scored
 
 
-def test_fit_recovers_the_slope_of_log_runtime_ratios_on_score_differences():
+def test_fit_follows_the_log_runtime_ratio_of_each_score_difference():
   fitted = calibration.fit(_graphs(np.random.default_rng(0), slope=0.3, noise=0.05))
-  assert fitted.slope == pytest.approx(0.3, abs=0.01)
+  differences = np.array([-2.0, -0.5, 0.2, 1.0, 2.5])
+  np.testing.assert_allclose(fitted.log_ratio_interval(differences)[0], 0.3 * differences, atol=0.02)
   assert fitted.graphs == 20 and fitted.pairs == 20 * 30 * 29 // 2
+
+
+def test_a_few_configs_many_times_slower_do_not_move_what_most_pairs_predict():
+  """As on real unet3d: a least-squares slope would follow the outliers; the bins' medians do not."""
+  rng = np.random.default_rng(3)
+  scores = rng.normal(size=200)
+  log_runtimes = 0.01 * scores + np.where(scores > 2.0, 3.0, 0.0)  # the slowest ~2% are e^3 times slower
+  fitted = calibration.fit({"g": (np.exp(log_runtimes), scores)})
+  assert fitted.log_ratio_interval(np.array([0.5]))[0][0] == pytest.approx(0.005, abs=0.002)
 
 
 def test_the_interval_holds_its_coverage_of_unseen_pairs():
@@ -35,14 +45,26 @@ def test_the_interval_holds_its_coverage_of_unseen_pairs():
   assert np.mean((low <= measured) & (measured <= high)) == pytest.approx(calibration.COVERAGE, abs=0.03)
 
 
+def _two_knot_calibration(edges=(0.1, 0.5, 1.0), widths=(0.01, 0.02, 0.05, 0.1)) -> calibration.Calibration:
+  """0.5 · d up to |d| = 1, then rising to 1.5 at |d| = 2 and flat beyond."""
+  return calibration.Calibration(knots=(1.0, 2.0), knot_values=(0.5, 1.5), bin_edges=edges, half_widths=widths,
+                                 coverage=0.8, pairs=10, graphs=1)
+
+
 def test_ratios_to_config_zero_follow_the_score_differences_and_bins():
-  fitted = calibration.Calibration(slope=0.5, bin_edges=(0.1, 0.5, 1.0), half_widths=(0.01, 0.02, 0.05, 0.1),
-                                   coverage=0.8, pairs=10, graphs=1)
-  ratios = fitted.ratios(np.array([1.0, 0.0, 1.3, 3.0]), [1, 2, 3, 0])
+  ratios = _two_knot_calibration().ratios(np.array([1.0, 0.0, 1.3, 4.0, 2.5]), [1, 2, 3, 4, 0])
   np.testing.assert_allclose(ratios, [(np.exp(-0.5), np.exp(-0.55), np.exp(-0.45)),
                                       (np.exp(0.15), np.exp(0.13), np.exp(0.17)),
+                                      (np.exp(1.5), np.exp(1.4), np.exp(1.6)),
                                       (np.exp(1.0), np.exp(0.9), np.exp(1.1)),
                                       (1.0, np.exp(-0.01), np.exp(0.01))])
+
+
+def test_interpolation_is_numpys_through_zero_and_the_knots():
+  gaps = np.linspace(0.0, 5.0, 101)
+  for knots, values in (((1.0, 1.0, 2.0), (1.0, 2.0, 4.0)), ((0.5, 3.0), (-0.1, -2.0))):
+    np.testing.assert_allclose(calibration.interpolate(gaps, knots, values),
+                               np.interp(gaps, (0.0, *knots), (0.0, *values)))
 
 
 def test_unmeasured_graphs_give_no_calibration_and_its_file_says_why(tmp_path):

@@ -595,6 +595,24 @@ def test_rank_hlo_ranks_the_measured_configs_of_tuning_data_naming_the_instructi
   assert ranked["num_configs"] == 112 and all(best["layouts"] for best in ranked["best"])
 
 
+
+@pytest.mark.parametrize("mode", ["aot", "capi"])
+def test_the_c_call_and_rank_give_rank_pys_predicted_ratios_to_config_0_within_1e_4(tile_export, mode, tmp_path):
+  """The library's compiled-in calibration (the C call, --hlo in aot mode) and the export's
+  calibration.json (an npz file; capi) predict what Ranker predicts, and config 0's rank."""
+  assert (tile_export / "calibration.json").exists()
+  kernels = sample_data.require_sample(TILE_PB)
+  for native, python in (
+      (_rank_module(mode, tile_export, kernels, tmp_path / "native.json", "--kernels"),
+       _rank_py(tile_export, kernels, tmp_path / "python.json", "--kernels")),
+      (_rank(mode, tile_export, sample_data.require_sample(REAL_TILE_FILES[1]), tmp_path / "native.json"),
+       _rank_py(tile_export, sample_data.require_sample(REAL_TILE_FILES[1]), tmp_path / "python.json"))):
+    ranked = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+    assert all("predicted_ratio" in best and best["ratio_low"] <= best["predicted_ratio"] <= best["ratio_high"]
+               for graph in ranked for best in graph["best"])
+    assert all(1 <= graph["reference_rank"] <= graph["num_configs"] for graph in ranked)
+
+
 def _repeated_config_lines(stdout: str) -> dict[str, list[str]]:
   """Per graph ("tile:xla:copy.25"), the console lines naming best configs listed more than once."""
   named, graph = {}, None

@@ -126,7 +126,8 @@ def test_rank_program_prints_the_best_configs_and_writes_json(tile_export, tmp_p
 def _calibrated_copy(tile_export, into: pathlib.Path) -> pathlib.Path:
   """The export with a calibration beside it, as a trained run's export holds one."""
   shutil.copytree(tile_export, into)
-  fitted = calibration.Calibration(slope=2.0, bin_edges=(0.01, 0.05, 0.2), half_widths=(0.01, 0.03, 0.1, 0.3),
+  fitted = calibration.Calibration(knots=(0.01, 0.05, 0.2), knot_values=(0.02, 0.1, 0.3),
+                                   bin_edges=(0.01, 0.05, 0.2), half_widths=(0.01, 0.03, 0.1, 0.3),
                                    coverage=calibration.COVERAGE, pairs=100, graphs=4)
   (into / calibration.FILE_NAME).write_text(json.dumps(calibration.as_json(fitted)))
   return into

@@ -49,9 +49,9 @@ std::optional<GainCalibration> ParseGainCalibration(const std::string& text, con
   size_t position = AfterKey(text, "calibration", name);
   position = text.find_first_not_of(" \t\r\n", position);
   if (position != std::string::npos && text.compare(position, 4, "null") == 0) return std::nullopt;
-  GainCalibration calibration{1, 0.0, {}, {}};
-  size_t slope = AfterKey(text, "slope", name);
-  calibration.slope = NumberAt(text, slope, name);
+  GainCalibration calibration{1, {}, {}, {}, {}};
+  ListOf(text, "knots", kGainBins, calibration.knots, name);
+  ListOf(text, "knot_values", kGainBins, calibration.knot_values, name);
   ListOf(text, "bin_edges", kGainBins - 1, calibration.bin_edges, name);
   ListOf(text, "half_widths", kGainBins, calibration.half_widths, name);
   return calibration;

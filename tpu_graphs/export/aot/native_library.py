@@ -249,12 +249,13 @@ def gain_calibration_define(gain: Optional[calibration.Calibration]) -> str:
   GainCalibration (native/library/gain_calibration.h), its doubles exact (repr round-trips);
   fitted 0 for a model without one."""
   if gain is None:
-    return "#define TPU_GRAPHS_GAIN_CALIBRATION {0, 0.0, {}, {}}\n"
+    return "#define TPU_GRAPHS_GAIN_CALIBRATION {0, {}, {}, {}, {}}\n"
   if len(gain.half_widths) != calibration.NUM_BINS:
     raise ValueError(f"a calibration of {len(gain.half_widths)} bins; the library holds {calibration.NUM_BINS}")
   numbers = lambda values: ", ".join(map(repr, values))
-  return (f"#define TPU_GRAPHS_GAIN_CALIBRATION {{1, {gain.slope!r}, {{{numbers(gain.bin_edges)}}}, "
-          f"{{{numbers(gain.half_widths)}}}}}\n")
+  lists = ", ".join(f"{{{numbers(values)}}}" for values in (gain.knots, gain.knot_values, gain.bin_edges,
+                                                            gain.half_widths))
+  return f"#define TPU_GRAPHS_GAIN_CALIBRATION {{1, {lists}}}\n"
 
 
 def library_sources(kind: str) -> list[pathlib.Path]:
