@@ -152,7 +152,9 @@ def layout_cases(files: list[pathlib.Path], seeds: int, rng: np.random.Generator
       cases.append(judge_pairs(f"{graph.graph_id}: test-quarter pairs (seed {seed})", model, scores, runtimes,
                                *ordered_pairs(test, rng)))
       cases.append(judge_pairs(f"{graph.graph_id}: test quarter against config 0 of the file (seed {seed})", model,
-                               scores, runtimes, *against_reference(test), note=f"config 0 in the {place}"))
+                               scores, runtimes, *against_reference(test),
+                               note=f"config 0 in the {place}" + (", which the calibration saw" if place.startswith("valid")
+                                                                  else "")))
       for other_path, other in graphs_by_name.items():
         if other_path == path:
           continue
@@ -207,8 +209,8 @@ def table(cases: list[Judged]) -> str:
     rule = " | ".join(f"{count}, {share:.0%}, {gain:+.1%}" if count else "0" for count, share, gain in
                       found["rule"].values())
     lines.append(f"| {case.name}{' (' + case.note + ')' if case.note else ''} | {found['pairs']} | "
-                 f"{found['spearman']:.3f} | {found['median_error']:.1%} | {found['coverage']:.0%} | "
-                 f"{found['measured_spread']:.1%} | {rule} |")
+                 f"{found['spearman']:.3f} | {found['median_error']:.2%} | {found['coverage']:.0%} | "
+                 f"{found['measured_spread']:.2%} | {rule} |")
   return "\n".join(lines)
 
 
