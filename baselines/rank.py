@@ -38,6 +38,14 @@ kind of change: internal, entry parameter, entry result, custom call). Best conf
 same and score the same are one config the input holds more than once (tuning data that measured
 it again): one line names them. A module another backend (CPU, GPU) compiled gets a line, and
 "backend_note", saying the model was trained on TPU measurements (tpu_graphs/hlo/module_origin.py).
+
+Predicted gain (tpu_graphs/train/calibration.py): each best config is printed with its predicted
+runtime relative to config 0 ("0.83x": 17% faster) and the interval that held 80% of the
+run's validation pairs, and each graph with the rank of config 0 among its configs. Config 0 is a
+module's own configuration (candidate 0), or, for an npz file or tuning data of measured runs, its
+first config, which the output names as the reference. --json adds "reference", "reference_rank"
+per graph and "predicted_ratio", "ratio_low", "ratio_high" per best config; an export without a
+calibration (no measured validation runtimes) gets "predicted_ratio_note" saying so instead.
 """
 
 import json
@@ -78,6 +86,7 @@ from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import module_origin
 from tpu_graphs.hlo import module_writer
 from tpu_graphs.hlo import tuning_pb2
+from tpu_graphs.train import calibration
 
 _MODEL = flags.DEFINE_string("model", None, "A serving SavedModel directory (a run's export/).", required=True)
 _INPUT = flags.DEFINE_string("input", None, "A TpuGraphs .npz file or an HLO .pb file.", required=True)
@@ -193,6 +202,28 @@ def write_module(path: str, config: int) -> None:
   print(module_writer.written_line(_WRITE_MODULE.value, config, copies))
 
 
+def reference_name(path: str, with_candidates: bool) -> str:
+  """What config 0, the reference of the predicted ratios, is for this input."""
+  if with_candidates:
+    return "candidate 0, the module's own configuration"
+  if path.endswith(".npz"):
+    return "config 0 of the file (its first measured config, which need not be the module's own)"
+  return "config 0 of the input (a module's own, or a tuning data's first measured run)"
+
+
+def gain_lines(ranking: ranker.Ranking, configs: list[int]) -> tuple[list[str], dict, list[dict]]:
+  """The predicted gain of the best `configs` against config 0 (calibration.py): the text after each
+  config's line ("" each without a calibration), the graph's JSON fields and each config's."""
+  ratios = ranking.predicted_ratios(configs)
+  rank_of_reference = {"reference_rank": ranking.reference_rank()}
+  if ratios is None:
+    return [""] * len(configs), {**rank_of_reference, "predicted_ratio_note": calibration.NO_CALIBRATION}, [
+        {} for _ in configs]
+  return ([f"; predicted {ratio:.3g}x config 0's runtime ({calibration.COVERAGE:.0%} interval {low:.3g}-{high:.3g})"
+           for ratio, low, high in ratios], rank_of_reference,
+          [{"predicted_ratio": ratio, "ratio_low": low, "ratio_high": high} for ratio, low, high in ratios])
+
+
 def main(argv):
   del argv
   program.refuse_overwriting_inputs("json", _JSON.value, [_INPUT.value, _MODEL.value])
@@ -212,14 +243,20 @@ def main(argv):
     best = [(index, score, sets) for (index, score), sets in zip(top, sets_of_top)]
     print(f"{ranking.collection}:{ranking.graph_id}: {ranking.scores.size} configs, best first: "
           + ", ".join(f"{index} ({score:.4g})" for index, score, _ in best))
-    for index, score, sets in best:
-      print(f"  config {index} ({score:.4g}): {descriptions.summary(sets)}")
+    gains, graph_gain, config_gains = gain_lines(ranking, [index for index, _, _ in best])
+    reference = reference_name(_INPUT.value, _NUM_CANDIDATES.value is not None)
+    print(f"  config 0, {reference}, ranks {graph_gain['reference_rank']} of {ranking.scores.size}"
+          + (f"; {calibration.NO_CALIBRATION}" if "predicted_ratio_note" in graph_gain else ""))
+    for (index, score, sets), gain in zip(best, gains):
+      print(f"  config {index} ({score:.4g}): {descriptions.summary(sets)}{gain}")
     for configs in repeated_configs(best):
       print(f"  configs {', '.join(map(str, configs))} set the same and score the same: one config, listed "
             f"{len(configs)} times")
     meaning = {"layouts_meaning": descriptions.LAYOUTS_MEANING} if isinstance(graph, graphs.LayoutGraph) else {}
     result.append({"id": ranking.graph_id, "collection": ranking.collection, "num_configs": int(ranking.scores.size),
-                   **meaning, **note, "best": [{"config": index, "score": score, **sets} for index, score, sets in best]})
+                   **meaning, **note, "reference": reference, **graph_gain,
+                   "best": [{"config": index, "score": score, **sets, **gain}
+                            for (index, score, sets), gain in zip(best, config_gains)]})
   if (found and not _INPUT.value.endswith(".npz") and _NUM_CANDIDATES.value is None
       and all(graph.num_configs == 1 for graph in found)):
     print(ONE_CONFIG_HINT)

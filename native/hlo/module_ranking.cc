@@ -24,6 +24,12 @@ std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num
   return graphs;
 }
 
+void SetReference(const std::vector<float>& scores, GraphRanking& ranking) {
+  if (scores.empty()) return;
+  ranking.reference_score = scores[0];  // stable order: config 0 comes first among its ties
+  ranking.reference_rank = 1 + std::count_if(scores.begin(), scores.end(), [&](float s) { return s < scores[0]; });
+}
+
 GraphRanking RankGraph(const Graph& graph, const Scorer& score, int64_t top) {
   const std::vector<float> scores = score(graph);
   std::vector<int64_t> order(scores.size());
@@ -32,6 +38,7 @@ GraphRanking RankGraph(const Graph& graph, const Scorer& score, int64_t top) {
   order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max<int64_t>(top, 0))));
   GraphRanking ranking{graph.graph_id, graph.collection, static_cast<int64_t>(scores.size()), {}};
   for (const int64_t config : order) ranking.best.push_back({config, scores[config], Describe(graph, config)});
+  SetReference(scores, ranking);
   return ranking;
 }
 

@@ -19,12 +19,19 @@ struct RankedConfig {
   int64_t config;
   float score;  // lower = predicted faster
   ConfigDescription sets;
+  // The predicted gain (native/library/gain_calibration.h): runtime over config 0's, and its interval.
+  bool has_predicted_ratio = false;
+  double predicted_ratio = 0.0, ratio_low = 0.0, ratio_high = 0.0;
 };
 
 struct GraphRanking {
   std::string graph_id, collection;
   int64_t num_configs = 0;
   std::vector<RankedConfig> best;  // best first; ties keep config order
+  float reference_score = 0.0f;    // config 0's score, what the predicted gain compares with
+  int64_t reference_rank = 0;      // config 0's 1-based place, predicted fastest first
+  bool calibrated = false;         // the best configs carry predicted ratios (the model has a calibration)
+  std::string reference;           // what config 0 is, as baselines/rank.py's reference_name says
 };
 
 // Scores of every config of a graph, in config order (lower = predicted faster); throws where
@@ -37,6 +44,9 @@ using Scorer = std::function<std::vector<float>(const Graph&)>;
 // WorkLimitError for candidates beyond `limits`; `change_entry_layouts` as ProgramCandidates.
 std::vector<Graph> GraphsToRank(const HloInput& input, bool kernels, int64_t num_candidates, uint64_t seed,
                                 const WorkLimits& limits = {}, bool change_entry_layouts = false);
+
+// Sets ranking's reference_score and reference_rank from the scores of every config.
+void SetReference(const std::vector<float>& scores, GraphRanking& ranking);
 
 // The `top` best configs of `graph` under `score`.
 GraphRanking RankGraph(const Graph& graph, const Scorer& score, int64_t top);

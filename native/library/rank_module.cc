@@ -80,6 +80,19 @@ tpu_graphs_ranked_config RankedConfigOf(const RankedConfig& ranked, OwnedRanking
   return config;
 }
 
+// Each best config's predicted ratio to config 0 (gain_calibration.h), where the model has a calibration.
+void AddPredictedGain(const GraphRanking& ranked, const GainCalibration* calibration,
+                      std::vector<tpu_graphs_ranked_config>& configs) {
+  if (calibration == nullptr || calibration->fitted == 0) return;
+  for (tpu_graphs_ranked_config& config : configs) {
+    const PredictedRatio ratio = PredictRatio(*calibration, config.score, ranked.reference_score);
+    config.has_predicted_ratio = 1;
+    config.predicted_ratio = ratio.ratio;
+    config.ratio_low = ratio.low;
+    config.ratio_high = ratio.high;
+  }
+}
+
 Scorer LibraryScorer(TileScoreFunction score_tile, LayoutScoreFunction score_layout) {
   return [score_tile, score_layout](const Graph& graph) {
     std::vector<float> scores(graph.num_configs);
@@ -108,7 +121,7 @@ Scorer LibraryScorer(TileScoreFunction score_tile, LayoutScoreFunction score_lay
 int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction score_layout, const void* module,
                           size_t module_size, int64_t num_candidates, uint64_t seed, int64_t top_k,
                           const tpu_graphs_rank_options* options, tpu_graphs_module_ranking** ranking, char* message,
-                          size_t message_size) {
+                          size_t message_size, const GainCalibration* calibration) {
   if (ranking == nullptr) return Fail(TPU_GRAPHS_INVALID_INPUT, "ranking is null", message, message_size);
   *ranking = nullptr;
   if (module == nullptr && module_size > 0) {
@@ -136,8 +149,10 @@ int RankModuleWithLibrary(TileScoreFunction score_tile, LayoutScoreFunction scor
       const GraphRanking ranked = RankGraph(graph, score, top_k);
       auto& configs = owner->configs.emplace_back();
       for (const RankedConfig& config : ranked.best) configs.push_back(RankedConfigOf(config, *owner));
+      AddPredictedGain(ranked, calibration, configs);
       owner->graph_rankings.push_back({owner->Keep(ranked.graph_id), owner->Keep(ranked.collection),
-                                       ranked.num_configs, static_cast<int64_t>(configs.size()), configs.data()});
+                                       ranked.num_configs, static_cast<int64_t>(configs.size()), configs.data(),
+                                       ranked.reference_rank});
     }
     owner->num_graphs = static_cast<int64_t>(owner->graph_rankings.size());
     owner->graphs = owner->graph_rankings.data();

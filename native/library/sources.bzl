@@ -14,6 +14,7 @@ MODEL_LIBRARY_SOURCES = {
 MODEL_LIBRARY_HEADERS = [
     "layout_pruning.h",
     "library_checks.h",
+    "gain_calibration.h",
     "library_threads.h",
     "neighbour_tables.h",
     "rank_module.h",

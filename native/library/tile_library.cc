@@ -28,6 +28,10 @@
 
 namespace {
 
+// The model's calibration of the predicted gain (gain_calibration.h), written into
+// TPU_GRAPHS_BUCKETS_HEADER by native_library.py (fitted 0 where the model has none).
+constexpr tpu_graphs::GainCalibration kGainCalibration = TPU_GRAPHS_GAIN_CALIBRATION;
+
 using tpu_graphs_library::CheckArrayLength;
 using tpu_graphs_library::CheckOpsAndEdges;
 using tpu_graphs_library::ChosenCpuLevel;
@@ -253,5 +257,5 @@ extern "C" int tpu_graphs_rank_module(const void* module, size_t module_size, in
                                       int64_t top_k, const tpu_graphs_rank_options* options,
                                       tpu_graphs_module_ranking** ranking, char* message, size_t message_size) {
   return tpu_graphs::RankModuleWithLibrary(&tpu_graphs_score_tile, nullptr, module, module_size, num_candidates, seed,
-                                           top_k, options, ranking, message, message_size);
+                                           top_k, options, ranking, message, message_size, &kGainCalibration);
 }

@@ -107,6 +107,15 @@ struct tpu_graphs_ranked_config {
   int64_t output_tile[6];
   int32_t num_kernel_tile;
   int64_t kernel_tile[6];
+  /* The predicted gain (docs/compiler.md#predicted-gain): has_predicted_ratio 1 where the model
+   * was compiled with a calibration (fitted on its run's validation configs), 0 otherwise (then
+   * the three ratios are 0: there is nothing honest to say). predicted_ratio: the config's
+   * predicted runtime over config 0's (a module's own configuration, candidate 0; 0.83 = 17%
+   * faster); [ratio_low, ratio_high]: the interval that held 80% of the validation pairs. */
+  int32_t has_predicted_ratio;
+  double predicted_ratio;
+  double ratio_low;
+  double ratio_high;
 };
 
 /* The ranking of one graph: the module's program (layout models) or one fused kernel (tile). */
@@ -116,6 +125,9 @@ struct tpu_graphs_graph_ranking {
   int64_t num_configs;    /* configs scored */
   int64_t num_best;       /* min(top_k, num_configs) */
   const struct tpu_graphs_ranked_config* best; /* best first; ties keep config order */
+  /* The 1-based place of config 0 (the module's own configuration, candidate 0) among the
+   * num_configs configs, predicted fastest first: 1 = the model would keep it. */
+  int64_t reference_rank;
 };
 
 struct tpu_graphs_module_ranking {

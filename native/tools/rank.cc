@@ -44,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,8 +54,10 @@
 #include "native/hlo/module_origin.h"
 #include "native/hlo/module_ranking.h"
 #include "native/hlo/module_writer.h"
+#include "native/library/gain_calibration.h"
 #include "native/library/tpu_graphs_model.h"
 #include "native/npz/npz.h"
+#include "native/tools/calibration_file.h"
 #include "native/tools/command_line.h"
 #include "native/tools/graph_arrays.h"
 #include "native/tools/ranking_output.h"
@@ -265,7 +268,29 @@ GraphRanking RankFile(const GraphFile& graph, const std::vector<float>& scores, 
                                 node_config_ids, {})});
     }
   }
+  SetReference(scores, ranking);
   return ranking;
+}
+
+// What config 0 is, in baselines/rank.py's words (reference_name): of an npz file, of a module's candidates, or
+// of the configs a module or tuning data holds.
+std::string ReferenceName(bool npz, bool candidates) {
+  if (candidates) return "candidate 0, the module's own configuration";
+  if (npz) return "config 0 of the file (its first measured config, which need not be the module's own)";
+  return "config 0 of the input (a module's own, or a tuning data's first measured run)";
+}
+
+// Each best config's predicted ratio to config 0 under `calibration` (none: no ratio).
+void AddPredictedGain(const std::optional<GainCalibration>& calibration, GraphRanking& ranking) {
+  ranking.calibrated = calibration.has_value();
+  if (!calibration) return;
+  for (RankedConfig& config : ranking.best) {
+    const PredictedRatio ratio = PredictRatio(*calibration, config.score, ranking.reference_score);
+    config.has_predicted_ratio = true;
+    config.predicted_ratio = ratio.ratio;
+    config.ratio_low = ratio.low;
+    config.ratio_high = ratio.high;
+  }
 }
 
 // The C ranking of tpu_graphs_rank_module, as the rankings //native:rank prints.
@@ -288,8 +313,11 @@ std::vector<GraphRanking> RankingsOf(const tpu_graphs_module_ranking& ranking) {
                                                std::vector<int64_t>(layout.dims, layout.dims + layout.num_dims),
                                                kLayoutChangeKinds[layout.change]});
       }
-      ranked.best.push_back({best.config, best.score, std::move(sets)});
+      ranked.best.push_back({best.config, best.score, std::move(sets), best.has_predicted_ratio != 0,
+                             best.predicted_ratio, best.ratio_low, best.ratio_high});
     }
+    ranked.reference_rank = graph.reference_rank;
+    ranked.calibrated = graph.num_best > 0 && graph.best[0].has_predicted_ratio != 0;
   }
   return rankings;
 }
@@ -467,6 +495,11 @@ int Main(int argc, char** argv) {
     rankings = {RankFile(graph, scores, top)};
   }
   if (repeat > 0) PrintPeakMemory();
+  if (!aot || flags["hlo"].empty()) {  // the C call gave its library's ratios; here they come from the export
+    const std::optional<GainCalibration> calibration = ReadGainCalibration(model);
+    for (GraphRanking& ranking : rankings) AddPredictedGain(calibration, ranking);
+  }
+  for (GraphRanking& ranking : rankings) ranking.reference = ReferenceName(!flags["input"].empty(), num_candidates > 0);
   if (!backend_note.empty()) std::printf("%s\n", backend_note.c_str());
   for (const GraphRanking& ranking : rankings) std::printf("%s", RankingText(ranking).c_str());
   if (!flags["hlo"].empty() && !rankings.empty() && num_candidates == 0 &&

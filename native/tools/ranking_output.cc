@@ -19,6 +19,23 @@ std::string Shown(float score) {  // Python's f"{score:.4g}"
   return text;
 }
 
+// baselines/rank.py's words where the model has no calibration (calibration.NO_CALIBRATION).
+constexpr char kNoCalibration[] =
+    "no predicted ratio: the model was exported without measured validation runtimes to calibrate on";
+
+std::string Ratio(double ratio) {  // Python's f"{ratio:.3g}"
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", ratio);
+  return text;
+}
+
+// What follows a best config's line: its predicted ratio to config 0 and interval, or nothing.
+std::string PredictedGain(const RankedConfig& config) {
+  if (!config.has_predicted_ratio) return "";
+  return "; predicted " + Ratio(config.predicted_ratio) + "x config 0's runtime (80% interval " +
+         Ratio(config.ratio_low) + "-" + Ratio(config.ratio_high) + ")";
+}
+
 std::string List(const std::vector<int64_t>& values) {  // Python's str(list)
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
@@ -113,9 +130,11 @@ std::string RankingText(const GraphRanking& ranking) {
     text += (i ? ", " : "") + std::to_string(ranking.best[i].config) + " (" + Shown(ranking.best[i].score) + ")";
   }
   text += "\n";
+  text += "  config 0, " + ranking.reference + ", ranks " + std::to_string(ranking.reference_rank) + " of " +
+          std::to_string(ranking.num_configs) + (ranking.calibrated ? "" : std::string("; ") + kNoCalibration) + "\n";
   for (const RankedConfig& config : ranking.best) {
     text += "  config " + std::to_string(config.config) + " (" + Shown(config.score) + "): " + Sets(config, tile) +
-            "\n";
+            PredictedGain(config) + "\n";
   }
   for (const std::vector<int64_t>& configs : RepeatedConfigs(ranking, tile)) {
     std::string ids;
@@ -135,11 +154,19 @@ std::string RankingJson(const std::vector<GraphRanking>& rankings, const std::st
             JsonString(ranking.collection) + ",\n  \"num_configs\": " + std::to_string(ranking.num_configs) + ",\n";
     if (!tile) text += "  \"layouts_meaning\": " + JsonString(kLayoutsMeaning) + ",\n";
     if (!backend_note.empty()) text += "  \"backend_note\": " + JsonString(backend_note) + ",\n";
+    text += "  \"reference\": " + JsonString(ranking.reference) + ",\n  \"reference_rank\": " +
+            std::to_string(ranking.reference_rank) + ",\n";
+    if (!ranking.calibrated) text += "  \"predicted_ratio_note\": " + JsonString(kNoCalibration) + ",\n";
     text += "  \"best\": [";
     for (size_t i = 0; i < ranking.best.size(); ++i) {
       const RankedConfig& config = ranking.best[i];
       text += std::string(i ? "," : "") + "\n   {\n    \"config\": " + std::to_string(config.config) +
-              ",\n    \"score\": " + Number(config.score) + ",\n    " + JsonOfSets(config.sets, tile) + "\n   }";
+              ",\n    \"score\": " + Number(config.score) + ",\n    " + JsonOfSets(config.sets, tile);
+      if (config.has_predicted_ratio) {
+        text += ",\n    \"predicted_ratio\": " + Number(config.predicted_ratio) + ",\n    \"ratio_low\": " +
+                Number(config.ratio_low) + ",\n    \"ratio_high\": " + Number(config.ratio_high);
+      }
+      text += "\n   }";
     }
     text += ranking.best.empty() ? "]\n }" : "\n  ]\n }";
   }

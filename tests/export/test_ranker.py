@@ -15,6 +15,7 @@ import tile_test_data
 from tpu_graphs.data import errors, npz
 from tpu_graphs.export import ranker, saved_model
 from tpu_graphs.models import tile_model
+from tpu_graphs.train import calibration
 
 REAL_TILE_FILE = "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz"  # 65 ops, 2,951 configs
 REAL_TILE_PROTO = "pb/official_testdata/op_tuning_data.pb"  # TuningData of 15 kernels
@@ -120,6 +121,48 @@ def test_rank_program_prints_the_best_configs_and_writes_json(tile_export, tmp_p
   assert written["id"] == path.stem and written["collection"] == "tile:xla" and written["num_configs"] == 2951
   assert [entry["config"] for entry in written["best"]] == expected.order[:4].tolist()
   assert f"tile:xla:{path.stem}: 2951 configs, best first: {expected.order[0]} (" in completed.stdout
+
+
+def _calibrated_copy(tile_export, into: pathlib.Path) -> pathlib.Path:
+  """The export with a calibration beside it, as a trained run's export holds one."""
+  shutil.copytree(tile_export, into)
+  fitted = calibration.Calibration(knots=(0.01, 0.05, 0.2), knot_values=(0.02, 0.1, 0.3),
+                                   bin_edges=(0.01, 0.05, 0.2), half_widths=(0.01, 0.03, 0.1, 0.3),
+                                   coverage=calibration.COVERAGE, pairs=100, graphs=4)
+  (into / calibration.FILE_NAME).write_text(json.dumps(calibration.as_json(fitted)))
+  return into
+
+
+def test_rank_program_gives_each_best_config_its_predicted_ratio_to_config_0_and_config_0s_rank(tile_export,
+                                                                                               tmp_path):
+  export = _calibrated_copy(tile_export, tmp_path / "export")
+  path = sample_data.require_sample(REAL_TILE_FILE)
+  completed = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={export}", f"--input={path}", "--top=3",
+                              f"--json={tmp_path / 'best.json'}"], check=True, capture_output=True, text=True)
+  expected = ranker.Ranker(export).rank(npz.read_graph(path))
+  ratios = expected.predicted_ratios(expected.order[:3])
+  [written] = json.loads((tmp_path / "best.json").read_text())
+  assert written["reference_rank"] == expected.reference_rank() == int(np.flatnonzero(expected.order == 0)[0]) + 1
+  assert written["reference"].startswith("config 0 of the file")
+  np.testing.assert_allclose([[entry["predicted_ratio"], entry["ratio_low"], entry["ratio_high"]]
+                              for entry in written["best"]], ratios, rtol=1e-6)
+  assert all(low < ratio < high for ratio, low, high in ratios)
+  assert f"config 0, config 0 of the file" in completed.stdout
+  assert f"ranks {expected.reference_rank()} of 2951" in completed.stdout
+  assert f"predicted {ratios[0][0]:.3g}x config 0's runtime (80% interval {ratios[0][1]:.3g}-{ratios[0][2]:.3g})" in (
+      completed.stdout)
+
+
+def test_an_export_without_a_calibration_gives_no_ratio_and_says_why(tile_export, tmp_path):
+  path = sample_data.require_sample(REAL_TILE_FILE)
+  completed = subprocess.run([sys.executable, str(RANK_PROGRAM), f"--model={tile_export}", f"--input={path}",
+                              "--top=2", f"--json={tmp_path / 'best.json'}"], check=True, capture_output=True,
+                             text=True)
+  [written] = json.loads((tmp_path / "best.json").read_text())
+  assert written["predicted_ratio_note"] == calibration.NO_CALIBRATION and "reference_rank" in written
+  assert not any("predicted_ratio" in entry for entry in written["best"])
+  assert calibration.NO_CALIBRATION in completed.stdout and "x config 0's runtime" not in completed.stdout
+  assert ranker.Ranker(tile_export).rank(npz.read_graph(path)).predicted_ratios([0, 1]) is None
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from tpu_graphs.data import graphs, locations, npz, records
 from tpu_graphs.export import run_export, saved_model
 from tpu_graphs.export.aot import layout_shapes, signatures, tile_shapes
 from tpu_graphs.models import layout_model, tile_model
-from tpu_graphs.train import experiments, run_directory, run_experiment, tasks, trainer
+from tpu_graphs.train import calibration, experiments, run_directory, run_experiment, scoring, tasks, trainer
 
 REAL_TILE_FILES = ("npz/tile/xla/test/0a3585c3e686065389227fa374175e48.npz",
                    "npz/tile/xla/test/0ac539372cc77cc6791794b369b984e1.npz",
@@ -88,6 +88,16 @@ def test_trainer_exports_both_signatures_into_the_run_directory_and_no_static_on
   assert {name: spec.dtype for name, spec in inputs.items()} == {
       "node_feat": tf.float32, "node_opcode": tf.uint8, "edge_index": tf.int64, "config_feat": tf.float32}
   assert not list(run_dir.glob(".export.*"))  # written beside, then swapped in
+
+
+def test_trainer_exports_the_calibration_of_its_final_scorer_on_the_validation_split(tile_run):
+  run_dir, scorer = tile_run
+  valid_dir = json.loads((run_dir / "config.json").read_text())["valid_dir"]
+  expected = calibration.fit(scoring.score_records(tasks.TileTask(), scorer, valid_dir), seed=0)
+  exported = calibration.read(run_dir / saved_model.EXPORT_DIR_NAME)
+  assert exported is not None and exported.graphs == 4
+  np.testing.assert_allclose(exported.knot_values, expected.knot_values, rtol=1e-5)
+  np.testing.assert_allclose(exported.half_widths, expected.half_widths, rtol=1e-5)
 
 
 def test_static_bucket_signatures_score_as_the_plain_signature_whatever_the_filler_rows_hold(tile_static_export):

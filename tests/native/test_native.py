@@ -442,27 +442,37 @@ def _rank_py(export_dir, path, json_path, *flags: str) -> subprocess.CompletedPr
 def _assert_same_rankings(native: subprocess.CompletedProcess, python: subprocess.CompletedProcess,
                           native_json: pathlib.Path, python_json: pathlib.Path) -> list:
   """Both programs ranked the same graphs alike: the same best configs (but for ties within 1e-4),
-  scores within 1e-4 relative, the same description of what each sets, and the same console lines
-  (each score shown to 4 digits). Returns the native JSON."""
+  scores and predicted ratios to config 0 within 1e-4 relative, config 0's rank and what it is, the
+  same description of what each sets, and the same console lines (each score shown to 4 digits,
+  each ratio to 3). Returns the native JSON."""
   assert native.returncode == 0, native.stderr
   assert python.returncode == 0, python.stderr
   ours, theirs = json.loads(native_json.read_text()), json.loads(python_json.read_text())
-  assert [(g["id"], g["collection"], g["num_configs"], g.get("layouts_meaning")) for g in ours] == [
-      (g["id"], g["collection"], g["num_configs"], g.get("layouts_meaning")) for g in theirs]
+  def graph_fields(g: dict) -> tuple:
+    return (g["id"], g["collection"], g["num_configs"], g.get("layouts_meaning"), g["reference"],
+            g.get("predicted_ratio_note"))
+  assert [graph_fields(g) for g in ours] == [graph_fields(g) for g in theirs]
   for graph, expected in zip(ours, theirs):
     scores, expected_scores = (np.array([b["score"] for b in g["best"]]) for g in (graph, expected))
     tolerance = 1e-4 * max(np.abs(expected_scores).max(), 1e-30)
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-4, atol=tolerance)
     for best, wanted in zip(graph["best"], expected["best"]):
       if best["config"] == wanted["config"]:
-        assert best == {**wanted, "score": best["score"]}
+        ratios = ("predicted_ratio", "ratio_low", "ratio_high")
+        np.testing.assert_allclose([best.get(k, np.nan) for k in ratios], [wanted.get(k, np.nan) for k in ratios],
+                                   rtol=1e-4)
+        assert {k: v for k, v in best.items() if k not in ratios} == {
+            **{k: v for k, v in wanted.items() if k not in ratios}, "score": best["score"]}
       else:  # a tie within the tolerance may order two configs either way
         assert abs(best["score"] - wanted["score"]) <= tolerance
   if all(b["config"] == w["config"] for g, e in zip(ours, theirs) for b, w in zip(g["best"], e["best"])):
+    assert [g["reference_rank"] for g in ours] == [g["reference_rank"] for g in theirs]
     # All but "wrote <json>"; the scores shown (4 digits) were compared above within 1e-4, and one
     # near a rounding boundary may print either way.
     def shown(completed: subprocess.CompletedProcess) -> list[str]:
-      return [re.sub(r"\(-?[0-9.e+-]+\)", "(score)", line) for line in completed.stdout.splitlines()[:-1]]
+      return [re.sub(r"\(-?[0-9.e+-]+\)", "(score)", re.sub(r"predicted [^x]*x config 0's runtime \([^)]*\)",
+                                                              "predicted (ratio)", line))
+              for line in completed.stdout.splitlines()[:-1]]
     assert shown(native) == shown(python)
   return ours
 
@@ -589,6 +599,24 @@ def test_rank_hlo_ranks_the_measured_configs_of_tuning_data_naming_the_instructi
                                    _rank_py(layout_library, path, tmp_path / "python.json"),
                                    tmp_path / "native.json", tmp_path / "python.json")
   assert ranked["num_configs"] == 112 and all(best["layouts"] for best in ranked["best"])
+
+
+
+@pytest.mark.parametrize("mode", ["aot", "capi"])
+def test_the_c_call_and_rank_give_rank_pys_predicted_ratios_to_config_0_within_1e_4(tile_export, mode, tmp_path):
+  """The library's compiled-in calibration (the C call, --hlo in aot mode) and the export's
+  calibration.json (an npz file; capi) predict what Ranker predicts, and config 0's rank."""
+  assert (tile_export / "calibration.json").exists()
+  kernels = sample_data.require_sample(TILE_PB)
+  for native, python in (
+      (_rank_module(mode, tile_export, kernels, tmp_path / "native.json", "--kernels"),
+       _rank_py(tile_export, kernels, tmp_path / "python.json", "--kernels")),
+      (_rank(mode, tile_export, sample_data.require_sample(REAL_TILE_FILES[1]), tmp_path / "native.json"),
+       _rank_py(tile_export, sample_data.require_sample(REAL_TILE_FILES[1]), tmp_path / "python.json"))):
+    ranked = _assert_same_rankings(native, python, tmp_path / "native.json", tmp_path / "python.json")
+    assert all("predicted_ratio" in best and best["ratio_low"] <= best["predicted_ratio"] <= best["ratio_high"]
+               for graph in ranked for best in graph["best"])
+    assert all(1 <= graph["reference_rank"] <= graph["num_configs"] for graph in ranked)
 
 
 def _repeated_config_lines(stdout: str) -> dict[str, list[str]]:

@@ -101,5 +101,18 @@ def test_metrics_of_scores_that_are_not_numbers_are_nan_never_perfect(metric, sc
   assert np.isnan(metric(np.arange(1.0, 7.0), scores))
 
 
+def test_spearman_is_pearson_of_average_ranks_by_hand():
+  assert metrics.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+  assert metrics.spearman([1, 2, 2, 4], [10, 30, 30, 40]) == pytest.approx(1.0)
+  assert metrics.spearman([1, 1, 1], [1, 2, 3]) == 0.0
+
+
+def test_random_top_k_slowdown_is_the_mean_over_every_k_subset():
+  runtimes = np.array([3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.0, 3.5])
+  for k in (1, 3, 5, 8):
+    brute = np.mean([min(runtimes[list(subset)]) for subset in itertools.combinations(range(8), k)]) / 1.0 - 1.0
+    assert metrics.random_top_k_slowdown(runtimes, k) == pytest.approx(brute)
+
+
 if __name__ == "__main__":
   sys.exit(pytest.main([__file__, "-q"]))

@@ -3,6 +3,7 @@
     ranker = Ranker("out/tiles/export")             # a SavedModel written by saved_model.export
     for ranking in ranker.rank_file("kernel.npz"):  # or an HLO .pb, featurized first
       print(ranking.best(5))                        # [(config index, score), ...] fastest first
+      print(ranking.predicted_ratios([i for i, _ in ranking.best(5)]))  # [(runtime / config 0's, low, high)]
     ranker.rank_file("module.pb", num_candidates=100)  # candidate layouts of new code (candidates.py)
 
 Configs go to the model `configs_per_call` at a time and, for npz files, are read from disk one
@@ -25,6 +26,7 @@ from tpu_graphs.export import saved_model
 from tpu_graphs.hlo import candidates, hlo_input
 from tpu_graphs.hlo import featurize
 from tpu_graphs.hlo import work_limits
+from tpu_graphs.train import calibration as calibration_lib
 
 # Configs per call of the SavedModel, which prunes the graph once per call and scores the configs
 # in chunks of its own (saved_model.CONFIGS_PER_CALL). Bounds the input arrays read from disk: a
@@ -41,6 +43,9 @@ class Ranking:
   collection: str
   scores: np.ndarray
   order: np.ndarray
+  # The export's calibration (calibration.py), which turns score differences into runtime ratios;
+  # None for an export without one.
+  calibration: Optional[calibration_lib.Calibration] = None
 
   def best(self, count: int) -> list[tuple[int, float]]:
     """The `count` (at least 1; all where fewer) configs predicted fastest: [(config index, score)],
@@ -49,6 +54,17 @@ class Ranking:
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
       raise ValueError(f"Ranking.best({count!r}): the count of best configs must be an integer of at least 1")
     return [(int(i), float(self.scores[i])) for i in self.order[:count]]
+
+  def reference_rank(self) -> int:
+    """The 1-based place of config 0 (a module's own configuration, candidate 0; an npz file's
+    first measured config) among the configs, predicted fastest first."""
+    return calibration_lib.reference_rank(self.order)
+
+  def predicted_ratios(self, configs) -> Optional[list[tuple[float, float, float]]]:
+    """[(ratio, low, high)] per config of `configs`: its predicted runtime over config 0's and the
+    calibration's interval (calibration.COVERAGE of validation pairs); None without a calibration,
+    where a ratio would be made up."""
+    return self.calibration.ratios(self.scores, configs) if self.calibration else None
 
 
 def check_export_dir(export_dir: pathlib.Path) -> None:
@@ -82,6 +98,7 @@ class Ranker:
                        f"{sorted(inputs)}, not the arrays of a tile or layout graph")
     self.kind = kinds[0]
     self.configs_per_call = configs_per_call
+    self.calibration = calibration_lib.read(self.export_dir)
 
   def score(self, graph: graphs.Graph) -> np.ndarray:
     """(c,) float32 scores of every config of `graph`, in config order; lower = predicted faster."""
@@ -100,7 +117,7 @@ class Ranker:
   def rank(self, graph: graphs.Graph) -> Ranking:
     """The graph's configs scored and ordered fastest first."""
     scores = self.score(graph)
-    return Ranking(graph.graph_id, graph.collection, scores, np.argsort(scores, kind="stable"))
+    return Ranking(graph.graph_id, graph.collection, scores, np.argsort(scores, kind="stable"), self.calibration)
 
   def rank_file(self, path: Union[str, os.PathLike], kernels: bool = False, num_candidates: Optional[int] = None,
                 seed: int = 0, limits: work_limits.WorkLimits = work_limits.WorkLimits(),

@@ -13,11 +13,13 @@ import tensorflow as tf
 from tpu_graphs.data import storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.export.aot import native_library
-from tpu_graphs.train import tasks
+from tpu_graphs.train import calibration, tasks
 
 
 def export_to_run_directory(scorer: tf.keras.Model, task: tasks.Task, run_dir) -> None:
-  """A trainer.ModelExporter: <run_dir>/export, its native/ kept and current."""
+  """A trainer.ModelExporter: <run_dir>/export with the run's calibration.json, its native/ kept
+  and current."""
   export_dir = storage.join(run_dir, saved_model.EXPORT_DIR_NAME)
   saved_model.export(scorer, task.kind, export_dir, task.structure_transform, keep=[native_library.NATIVE_DIR_NAME])
+  calibration.copy(run_dir, export_dir)
   native_library.compile_again_if_stale(export_dir)

@@ -48,7 +48,7 @@ import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import graphs, records, storage
 from tpu_graphs.models import layout_model, layout_preprocessing
-from tpu_graphs.train import experiments, inputs, run_directory, run_experiment, tasks, xla
+from tpu_graphs.train import calibration, experiments, inputs, run_directory, run_experiment, tasks, xla
 
 PLAIN_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "score_examples"
@@ -395,3 +395,4 @@ def export_run(run_dir, export_dir, static_functions: Optional[StaticFunctions] 
   experiment, scorer = best_scorer(run_dir)
   task = experiment.task()
   export(scorer, task.kind, export_dir, task.structure_transform, static_functions)
+  calibration.copy(run_dir, export_dir)

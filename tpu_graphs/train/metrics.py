@@ -11,6 +11,8 @@ holding NaN or infinity (a diverged model) give NaN for every metric.
   order them the same way (strictly).
 * `kendall_tau`: Kendall's tau-b between scores and runtimes, O(c log^2 c) so it works for layout
   graphs with 10^5 configs.
+* `spearman`, `random_top_k_slowdown`: for the predicted gain (calibration.py) and the baseline of
+  a random pick.
 """
 
 from __future__ import annotations
@@ -120,6 +122,38 @@ def kendall_tau(runtimes, scores) -> float:
   all_pairs, runtime_ties, score_ties, concordant, discordant = _pair_counts(runtimes, scores)
   denominator = np.sqrt(float(all_pairs - runtime_ties) * float(all_pairs - score_ties))
   return 0.0 if denominator == 0 else float((concordant - discordant) / denominator)
+
+
+def average_ranks(values) -> np.ndarray:
+  """(n,) float64 1-based ranks of (n,) `values`, ties sharing the mean of their ranks."""
+  _, inverse, counts = np.unique(np.asarray(values), return_inverse=True, return_counts=True)
+  last = np.cumsum(counts)
+  return (last - (counts - 1) / 2.0)[inverse.reshape(-1)]
+
+
+def spearman(first, second) -> float:
+  """Spearman's rank correlation of two (n,) arrays (Pearson's of their average ranks); 0 when
+  either is constant. For predicted against measured quantities, e.g. runtime ratios."""
+  first, second = average_ranks(first), average_ranks(second)
+  first, second = first - first.mean(), second - second.mean()
+  denominator = np.sqrt(np.dot(first, first) * np.dot(second, second))
+  return 0.0 if denominator == 0 else float(np.dot(first, second) / denominator)
+
+
+def random_top_k_slowdown(runtimes, k: int) -> float:
+  """The expected top_k_slowdown of k configs picked uniformly at random without replacement,
+  exactly: the i-th fastest (0-based) of c configs is the best of the pick with probability
+  C(c-1-i, k-1) / C(c, k). The baseline a model's top-k slowdown is worth comparing with."""
+  ordered = np.sort(np.asarray(runtimes, np.float64))
+  count = ordered.size
+  if k >= count:
+    return 0.0
+  # C(c-1-i, k-1) / C(c, k) as a running product, exact in floating point for any c.
+  probability = np.zeros(count)
+  probability[0] = k / count
+  for i in range(1, count - k + 1):
+    probability[i] = probability[i - 1] * (count - i - k + 1) / (count - i)
+  return float(np.dot(probability, ordered) / ordered[0] - 1.0)
 
 
 def tile_metrics(runtimes, scores) -> dict[str, float]:

@@ -37,8 +37,8 @@ import tensorflow_gnn as tfgnn
 
 from tpu_graphs.data import errors, predictions, storage
 from tpu_graphs.models import config_lists
-from tpu_graphs.train import (inputs, learning_rate, losses, padding, run_directory, scoring, strategies, tasks,
-                             weight_average, xla)
+from tpu_graphs.train import (calibration, inputs, learning_rate, losses, padding, run_directory, scoring, strategies,
+                             tasks, weight_average, xla)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,10 +271,14 @@ def run(task: tasks.Task, build_model: BuildModel, config: TrainingConfig,
 
   if tf.io.gfile.exists(storage.join(out_dir, "best", "weights.index")):
     scorer.load_weights(storage.join(out_dir, "best", "weights"))
+  scored_valid = scoring.score_batches(task, scorer, validation_batches)
   result = {"task": type(task).__name__, "primary_metric": task.primary_metric,
             "best_epoch": int(state["best_epoch"].numpy()), "epochs_run": int(state["epoch"].numpy()),
             "stopped_early": bool(state["stopped"].numpy()), "history": history,
-            "valid": scoring.evaluate(task, scoring.score_batches(task, scorer, validation_batches))}
+            "valid": scoring.evaluate(task, scored_valid)}
+  # The predicted gain of the final weights, from the validation configs they were not trained on.
+  run_directory.write_json(storage.join(out_dir, calibration.FILE_NAME),
+                           calibration.as_json(calibration.fit(scored_valid, config.seed)))
   if config.test_dir:
     scored = scoring.score_records(task, scorer, config.test_dir, config.eval_batch_size)
     predictions.write_predictions(storage.join(out_dir, "predictions.csv"), scoring.ranked_predictions(task, scored))

@@ -49,6 +49,7 @@ from typing import Callable, Optional, Sequence, Union
 from tpu_graphs.data import errors, storage
 from tpu_graphs.export import saved_model
 from tpu_graphs.export.aot import layout_shapes, signatures, tile_shapes
+from tpu_graphs.train import calibration
 
 NATIVE_SOURCES = pathlib.Path(__file__).resolve().parents[3] / "native"
 LIBRARY_NAME = "libtpu_graphs_model.so"
@@ -243,6 +244,20 @@ def _buckets_header(buckets: list[Bucket], cpus: list[str]) -> str:
           f"#define TPU_GRAPHS_FOR_EACH_CPU_LEVEL(X) {levels}\n#define {buckets[0].header_macro}(X, LEVEL) {entries}\n")
 
 
+def gain_calibration_define(gain: Optional[calibration.Calibration]) -> str:
+  """buckets.h's TPU_GRAPHS_GAIN_CALIBRATION: the model's calibration as the initializer of a
+  GainCalibration (native/library/gain_calibration.h), its doubles exact (repr round-trips);
+  fitted 0 for a model without one."""
+  if gain is None:
+    return "#define TPU_GRAPHS_GAIN_CALIBRATION {0, {}, {}, {}, {}}\n"
+  if len(gain.half_widths) != calibration.NUM_BINS:
+    raise ValueError(f"a calibration of {len(gain.half_widths)} bins; the library holds {calibration.NUM_BINS}")
+  numbers = lambda values: ", ".join(map(repr, values))
+  lists = ", ".join(f"{{{numbers(values)}}}" for values in (gain.knots, gain.knot_values, gain.bin_edges,
+                                                            gain.half_widths))
+  return f"#define TPU_GRAPHS_GAIN_CALIBRATION {{1, {lists}}}\n"
+
+
 def library_sources(kind: str) -> list[pathlib.Path]:
   """The sources compiled into a `kind` ("tile" or "layout") model library: MODEL_LIBRARY_SOURCES
   of native/library/sources.bzl, the list Bazel's model_library_sources holds too."""
@@ -271,9 +286,11 @@ def link_command(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket
 
 def _link(work: pathlib.Path, aot_dir: pathlib.Path, buckets: list[Bucket], cpus: list[str],
           runtime_archive: pathlib.Path, featurizer_archive: pathlib.Path, include_dir: pathlib.Path,
-          output: pathlib.Path, compiler: Sequence[str] = ("g++",)) -> None:
-  """Runs link_command (same arguments) with its scratch files written to `work`."""
-  (work / "buckets.h").write_text(_buckets_header(buckets, cpus))
+          output: pathlib.Path, compiler: Sequence[str] = ("g++",),
+          gain: Optional[calibration.Calibration] = None) -> None:
+  """Runs link_command (same arguments) with its scratch files written to `work`; `gain`: the
+  model's calibration, compiled in as constants."""
+  (work / "buckets.h").write_text(_buckets_header(buckets, cpus) + gain_calibration_define(gain))
   (work / "exported.map").write_text(_EXPORTED_SYMBOLS)
   command = link_command(work, aot_dir, buckets, cpus, runtime_archive, featurizer_archive, include_dir, output,
                          compiler)
@@ -331,8 +348,9 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
       progress(1 + len(levels_done), steps, "link" if len(levels_done) == len(cpus) else f"compiled for {cpu}")
 
     _compile_levels_in_fresh_processes(compiled, work / "aot", cpus, level_compiled)
+    gain = calibration.read(export_dir)
     _link(work, work / "aot", buckets, cpus, runtime_archive, runtime_archive.parent / FEATURIZER_ARCHIVE,
-          include_dir, work / LIBRARY_NAME)
+          include_dir, work / LIBRARY_NAME, gain=gain)
     progress(steps, steps, "linked")
     if compiled != export_dir:
       shutil.rmtree(compiled)
@@ -340,7 +358,7 @@ def compile_model_library(export_dir: Union[str, os.PathLike], runtime_dir: Unio
     (work / "buckets.json").write_text(json.dumps({
         "library": LIBRARY_NAME, "header": HEADER_NAME, "tensorflow": tf.__version__, "cpus": cpus,
         "weights": saved_model.weights_fingerprint(export_dir), "runtime_dir": str(pathlib.Path(runtime_dir).resolve()),
-        "kind": buckets[0].kind,
+        "kind": buckets[0].kind, "calibration": calibration.as_json(gain)["calibration"],
         "buckets": [{"signature": b.signature_name, **dataclasses.asdict(b)} for b in buckets]}, indent=1) + "\n")
 
   native_dir = storage.join(export_dir, NATIVE_DIR_NAME)
@@ -380,5 +398,6 @@ def relink(native_dir: Union[str, os.PathLike], runtime_dir: Union[str, os.PathL
   with tempfile.TemporaryDirectory() as work:
     _link(pathlib.Path(work), native_dir / "aot", buckets, compiled["cpus"], runtime_archive,
           pathlib.Path(featurizer_archive or runtime_archive.parent / FEATURIZER_ARCHIVE),
-          pathlib.Path(tf.__file__).parent / "include", output, compiler)
+          pathlib.Path(tf.__file__).parent / "include", output, compiler,
+          gain=calibration.Calibration.from_json(compiled["calibration"]) if compiled.get("calibration") else None)
   return output
