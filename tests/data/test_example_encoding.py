@@ -54,7 +54,7 @@ def _graph_tensor(integers, floats, strings, edges=0):
           features={"i": tf.constant(integers, tf.int64), "f": tf.constant(floats, tf.float32),
                     "small": tf.constant(np.arange(len(integers)), tf.int32)})},
       edge_sets={"e": tfgnn.EdgeSet.from_fields(
-          sizes=tf.constant([edges], tf.int64),
+          sizes=tf.constant([edges], tf.int64), features={"w": tf.range(edges, dtype=tf.float32)},
           adjacency=tfgnn.Adjacency.from_indices(("n", tf.zeros([edges], tf.int64)),
                                                  ("n", tf.ones([edges], tf.int64) if edges else tf.zeros([0], tf.int64))))})
 

@@ -30,8 +30,7 @@ _VECTORIZED_VARINTS = 64
 
 
 def _varint(value: int) -> bytes:
-  """One value's varint (see varints)."""
-  value &= (1 << 64) - 1
+  """One value's varint (see varints); `value` is at least 0 (varints passes the unsigned view)."""
   encoded = bytearray()
   while value >= 0x80:
     encoded.append(value & 0x7F | 0x80)
