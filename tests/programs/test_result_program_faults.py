@@ -163,16 +163,15 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-  """Every case run, CONCURRENT_CASES at a time: {"workspace": ..., "outcomes": {case name: Outcome}}."""
+def outcomes(tmp_path_factory):
+  """{case name: Outcome} of every case, run CONCURRENT_CASES at a time."""
   with fault_matrix.workspace(tmp_path_factory.mktemp("faults")) as workspace:
-    outcomes, _ = fault_matrix.run_cases(workspace, CASES)
-  return {"workspace": workspace, "outcomes": outcomes}
+    return fault_matrix.run_cases(workspace, CASES)[0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(case, results):
-  fault_matrix.check_outcome(case, results["outcomes"][case.name])
+def test_fault_ends_in_one_clean_line_or_the_correct_result_and_loses_nothing(case, outcomes):
+  fault_matrix.check_outcome(case, outcomes[case.name])
 
 
 if __name__ == "__main__":
